@@ -1,0 +1,8 @@
+"""treezoo inference: NUTS for continuous sites, custom MH moves for discrete structure."""
+
+import zoo  # noqa: F401  (enables float64 before any JAX array is made)
+from inference.moves import MOVES, register_move
+from inference.posterior import Posterior, WarmStart
+from inference.sampler import sample
+
+__all__ = ["MOVES", "register_move", "Posterior", "WarmStart", "sample"]

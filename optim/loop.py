@@ -1,0 +1,291 @@
+"""The BO loop: ask/tell with save/load, and `minimize`.
+
+Each `ask` after the initial design fits the surrogate by MCMC (warm-started from the previous
+fit), builds the integrated acquisition over the posterior samples and maximizes it with the
+optimizer the surrogate's structure calls for. Randomness comes only from keys derived from
+(seed, number of evaluations so far), so the same seed gives the same run, and a run saved and
+loaded continues exactly as if it had not stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import time
+import warnings
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+import jax
+import numpy as np
+
+from inference import Posterior, WarmStart, sample
+from optim.acqf import AcquisitionFunction
+from optim.acquisition import UCB, get_acquisition
+from optim.lbfgs import LBFGSConfig
+from optim.registry import make_surrogate, optimizer_for
+from zoo.space import Space
+
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class SamplerSettings:
+    """MCMC budget per BO iteration: a long first fit, then short warm-started continuations."""
+
+    num_chains: int = 2
+    cold_warmup: int = 300
+    warm_warmup: int = 40
+    num_samples: int = 16  # kept per chain; the acquisition averages over num_chains * num_samples
+    thinning: int = 4
+    max_tree_depth: int = 6
+
+
+def _derive(seed: int, step: int, stream: int) -> int:
+    """A 32-bit integer seed for (user seed, evaluation index, purpose), via NumPy's SeedSequence."""
+    return int(np.random.SeedSequence([int(seed), int(step), int(stream)]).generate_state(1)[0])
+
+
+def _check_value(value) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.ndarray)):
+        raise TypeError(f"the objective value must be a real number, got {value!r}")
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.size != 1:
+        raise TypeError(f"the objective value must be a scalar, got an array of shape {arr.shape}")
+    return float(arr.reshape(()))
+
+
+class BayesOpt:
+    """Ask/tell Bayesian optimization (minimization) of a black box over a `zoo.Space`.
+
+    >>> opt = BayesOpt(space, surrogate="gp", seed=0)
+    >>> config = opt.ask(); opt.tell(config, f(config))
+    """
+
+    def __init__(self, space: Space, surrogate="gp", acquisition="logei", seed: int = 0,
+                 n_init: int | None = None, sampler: SamplerSettings = SamplerSettings(),
+                 optimizer: LBFGSConfig = LBFGSConfig()):
+        if not isinstance(space, Space):
+            raise TypeError(f"space must be a zoo.Space, got {type(space).__name__}")
+        if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
+            raise TypeError(f"seed must be an integer, got {seed!r}")
+        self.space = space
+        self.surrogate_spec = surrogate if isinstance(surrogate, str) else getattr(surrogate, "name", "custom")
+        self.surrogate = make_surrogate(surrogate, space)
+        self.acquisition = get_acquisition(acquisition)
+        self.seed = int(seed)
+        self.n_init = self.default_n_init(space) if n_init is None else int(n_init)
+        if self.n_init < 1:
+            raise ValueError(f"n_init must be >= 1, got {n_init!r}")
+        self.sampler = sampler
+        self.optimizer = optimizer
+        self.history: list[dict] = []
+        self.posterior: Posterior | None = None
+        self._warm: WarmStart | None = None
+        self._pending: dict | None = None
+        self._design = space.sobol(self.n_init, seed=_derive(self.seed, 0, 0))
+
+    @staticmethod
+    def default_n_init(space: Space) -> int:
+        """max(dim + 1, number of paths), capped at 20: enough to see every branch once."""
+        return min(max(space.dim + 1, len(space.paths), 2), 20)
+
+    # ------------------------------------------------------------------ observations
+    @property
+    def observations(self) -> list[dict]:
+        return [h for h in self.history if h["status"] == "ok"]
+
+    @property
+    def best(self) -> dict | None:
+        obs = self.observations
+        return min(obs, key=lambda h: h["value"]) if obs else None
+
+    @property
+    def best_config(self):
+        return None if self.best is None else dict(self.best["config"])
+
+    @property
+    def best_value(self):
+        return None if self.best is None else self.best["value"]
+
+    # ------------------------------------------------------------------ ask
+    def ask(self) -> dict:
+        """The next configuration to evaluate (the same one again until it is told)."""
+        if self._pending is not None:
+            return dict(self._pending["config"])
+        step = len(self.history)
+        info = {"fit_seconds": 0.0, "acq_seconds": 0.0, "acq_value": None}
+        obs = self.observations
+        if step < self.n_init:
+            config, source = self._design[step], "init"
+        elif self.surrogate is None:
+            config, source = self.space.sample(1, seed=_derive(self.seed, step, 1))[0], "random"
+        elif len(obs) < 2:
+            config, source = self.space.sample(1, seed=_derive(self.seed, step, 1))[0], "random:too-few-observations"
+        else:
+            config, source, info = self._suggest(step, obs)
+        self._pending = {"config": config, "source": source, **info}
+        return dict(config)
+
+    def _suggest(self, step: int, obs: list[dict]):
+        s = self.sampler
+        X = self.space.encode([h["config"] for h in obs])
+        y = np.array([h["value"] for h in obs])
+        t0 = time.perf_counter()
+        cold = self._warm is None
+        self.posterior = sample(
+            self.surrogate, X, y, jax.random.PRNGKey(_derive(self.seed, step, 2)),
+            num_warmup=s.cold_warmup if cold else s.warm_warmup, num_samples=s.num_samples,
+            num_chains=s.num_chains, thinning=s.thinning, init=self._warm, max_tree_depth=s.max_tree_depth)
+        self._warm = self.posterior.last_state
+        t1 = time.perf_counter()
+        acqf = AcquisitionFunction(self.posterior, self.acquisition, best=float(np.min(y)),
+                                   t=step - self.n_init + 1)
+        rng = np.random.default_rng(_derive(self.seed, step, 3))
+        x, value, _ = optimizer_for(self.surrogate)(acqf, self.space, rng, self.optimizer)
+        config, source = self.space.decode(x), "bo"
+        if np.any(np.all(np.abs(X - self.space.encode(config)) < 1e-12, axis=1)):
+            config, source = self.space.sample(1, seed=_derive(self.seed, step, 1))[0], "random:duplicate"
+        info = {"fit_seconds": t1 - t0, "acq_seconds": time.perf_counter() - t1, "acq_value": float(value)}
+        return config, source, info
+
+    # ------------------------------------------------------------------ tell
+    def tell(self, config: dict, value=None, *, error: str | None = None) -> None:
+        """Record an evaluation. NaN/inf values and `error=` (a failed evaluation) are kept in the
+        history but never shown to the model. A bad config or value raises and changes nothing."""
+        config = self.space.validate(config)
+        if error is not None:
+            status, value = "error", None
+        else:
+            if value is None:
+                raise TypeError("tell() needs a value (or error='...' for a failed evaluation)")
+            value = _check_value(value)
+            status = "ok" if math.isfinite(value) else "nonfinite"
+        pending = self._pending
+        if pending is not None and self.space.encode(pending["config"]).tolist() == self.space.encode(config).tolist():
+            record, self._pending = {k: v for k, v in pending.items() if k != "config"}, None
+        else:
+            record = {"source": "user", "fit_seconds": 0.0, "acq_seconds": 0.0, "acq_value": None}
+        self.history.append({"config": config, "value": value, "status": status, "error": error, **record})
+
+    # ------------------------------------------------------------------ persistence
+    def state_dict(self) -> dict:
+        acq = self.acquisition
+        return {
+            "format": FORMAT_VERSION, "space": self.space.to_dict(), "surrogate": self.surrogate_spec,
+            "acquisition": {"name": acq.name, "beta": getattr(acq, "beta", None)},
+            "seed": self.seed, "n_init": self.n_init, "sampler": asdict(self.sampler),
+            "optimizer": asdict(self.optimizer), "history": self.history,
+            "pending": self._pending,
+            "warm_start": None if self._warm is None else _tree_to_json(self._warm._asdict()),
+        }
+
+    def save(self, path) -> None:
+        """Write the whole run (space, settings, history, MCMC warm start) as JSON."""
+        with open(path, "w") as f:
+            json.dump(self.state_dict(), f)
+
+    @classmethod
+    def load(cls, path, surrogate=None) -> "BayesOpt":
+        """Resume a saved run; pass `surrogate=` for a custom (unregistered) surrogate object."""
+        with open(path) as f:
+            d = json.load(f)
+        if d.get("format") != FORMAT_VERSION:
+            raise ValueError(f"{path}: unsupported format {d.get('format')!r}")
+        space = Space.from_dict(d["space"])
+        acq = d["acquisition"]
+        acquisition = UCB(beta=acq["beta"]) if acq["name"] == "ucb" else acq["name"]
+        opt = cls(space, surrogate=surrogate if surrogate is not None else d["surrogate"],
+                  acquisition=acquisition, seed=d["seed"], n_init=d["n_init"],
+                  sampler=SamplerSettings(**d["sampler"]), optimizer=LBFGSConfig(**d["optimizer"]))
+        opt.history = [dict(h, config=space.validate(h["config"])) for h in d["history"]]
+        opt._pending = d["pending"]
+        if d["warm_start"] is not None:
+            opt._warm = WarmStart(**_tree_from_json(d["warm_start"]))
+        return opt
+
+
+def _tree_to_json(tree):
+    return jax.tree_util.tree_map(lambda a: {"dtype": str(np.asarray(a).dtype), "data": np.asarray(a).tolist()},
+                                  tree)
+
+
+def _tree_from_json(tree):
+    if isinstance(tree, dict) and set(tree) == {"dtype", "data"}:
+        return np.asarray(tree["data"], dtype=tree["dtype"])
+    return {k: _tree_from_json(v) for k, v in tree.items()}
+
+
+# ---------------------------------------------------------------------- minimize
+@dataclass
+class Result:
+    """Outcome of `minimize`: the best evaluation, the whole history and the last posterior."""
+
+    best_config: dict | None
+    best_value: float | None
+    history: list[dict]
+    posterior: Posterior | None = None
+    optimizer: Any = field(default=None, repr=False)
+
+    @property
+    def values(self) -> np.ndarray:
+        """Objective value per evaluation (NaN where it failed)."""
+        return np.array([np.nan if h["value"] is None else h["value"] for h in self.history])
+
+    def __repr__(self):
+        failed = sum(h["status"] != "ok" for h in self.history)
+        return (f"Result(best_value={self.best_value!r}, best_config={self.best_config!r}, "
+                f"evaluations={len(self.history)}, failed={failed})")
+
+
+def minimize(objective: Callable[[dict], float], space: Space, surrogate="gp", budget: int = 50,
+             seed: int = 0, n_init: int | None = None, acquisition="logei", progress: bool = False,
+             checkpoint=None, callback: Callable | None = None, **settings) -> Result:
+    """Minimize `objective(config) -> float` over `space` with `budget` evaluations.
+
+    The first `n_init` evaluations are a scrambled Sobol design (default: max(dim + 1, number of
+    paths), capped at 20 and at the budget). An objective that raises or returns NaN/inf is
+    recorded as a failed evaluation (it counts toward the budget and is never shown to the model).
+    `checkpoint`: a path saved after every evaluation, for `BayesOpt.load`. `progress`: a tqdm bar.
+    `settings`: `sampler=SamplerSettings(...)`, `optimizer=LBFGSConfig(...)`.
+    """
+    if not callable(objective):
+        raise TypeError("objective must be callable: config dict -> float")
+    if not isinstance(budget, (int, np.integer)) or isinstance(budget, bool) or budget < 1:
+        raise ValueError(f"budget must be a positive integer, got {budget!r}")
+    if n_init is not None and n_init > budget:
+        raise ValueError(f"n_init={n_init} exceeds budget={budget}: the initial design must fit in the budget")
+    if n_init is None and isinstance(space, Space):
+        n_init = min(BayesOpt.default_n_init(space), int(budget))
+    opt = BayesOpt(space, surrogate=surrogate, acquisition=acquisition, seed=seed, n_init=n_init, **settings)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=int(budget), desc=f"treezoo[{opt.surrogate_spec}]", unit="eval")
+    try:
+        for _ in range(int(budget)):
+            config = opt.ask()
+            try:
+                value = objective(dict(config))
+            except Exception as exc:  # a failing objective is data, not a crash
+                opt.tell(config, error=f"{type(exc).__name__}: {exc}")
+                warnings.warn(f"objective raised {type(exc).__name__}: {exc}; recorded as failed", stacklevel=2)
+            else:
+                try:
+                    opt.tell(config, value)
+                except TypeError as exc:
+                    opt.tell(config, error=str(exc))
+                    warnings.warn(f"{exc}; recorded as failed", stacklevel=2)
+            if checkpoint is not None:
+                opt.save(checkpoint)
+            if callback is not None:
+                callback(opt)
+            if bar is not None:
+                bar.update(1)
+                if opt.best_value is not None:
+                    bar.set_postfix(best=f"{opt.best_value:.6g}")
+    finally:
+        if bar is not None:
+            bar.close()
+    return Result(opt.best_config, opt.best_value, opt.history, opt.posterior, opt)

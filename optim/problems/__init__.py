@@ -1,0 +1,32 @@
+"""Built-in benchmark problems (DESIGN.md definitions), by name."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from optim.problems.base import Problem
+from optim.problems.jenatton import jenatton_large, jenatton_small
+from optim.problems.synthetic import exp2d, hartmann6, styblinski_tang
+
+PROBLEMS = {
+    "jenatton_small": partial(jenatton_small, shared=True),
+    "jenatton_small_noshared": partial(jenatton_small, shared=False),
+    "jenatton_large": partial(jenatton_large, shared=True),
+    "jenatton_large_noshared": partial(jenatton_large, shared=False),
+    "exp2d": exp2d,
+    "hartmann6": hartmann6,
+    "hartmann6_aug20": partial(hartmann6, extra_dims=14),
+    "styblinski_tang2": partial(styblinski_tang, dim=2),
+    "styblinski_tang4_aug20": partial(styblinski_tang, dim=4, extra_dims=16),
+}
+
+
+def get_problem(name: str, noise_std: float = 0.0, seed: int = 0) -> Problem:
+    """A fresh problem instance by name (see PROBLEMS)."""
+    if name not in PROBLEMS:
+        raise ValueError(f"unknown problem {name!r}; available: {sorted(PROBLEMS)}")
+    return PROBLEMS[name](noise_std=noise_std, seed=seed)
+
+
+__all__ = ["Problem", "PROBLEMS", "get_problem", "jenatton_small", "jenatton_large", "exp2d",
+           "hartmann6", "styblinski_tang"]

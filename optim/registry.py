@@ -1,0 +1,50 @@
+"""Registered surrogates (by name) and the acquisition optimizer each model structure calls for."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from zoo.base import Surrogate
+from zoo.gp import GP
+from zoo.space import Space
+from optim.lbfgs import optimize_acquisition
+
+RANDOM = "random"  # random search: no model
+
+SURROGATES: dict[str, Callable[[Space], Surrogate]] = {"gp": GP}
+OPTIMIZERS: dict[str, Callable] = {"flat": optimize_acquisition}
+
+
+def register_surrogate(name: str, factory: Callable[[Space], Surrogate]) -> None:
+    """Make `minimize(..., surrogate=name)` build `factory(space)`."""
+    SURROGATES[name] = factory
+
+
+def register_optimizer(structure: str, optimizer: Callable) -> None:
+    """Use `optimizer(acqf, space, rng, config)` for surrogates whose `structure` is this."""
+    OPTIMIZERS[structure] = optimizer
+
+
+def available() -> list[str]:
+    return sorted(SURROGATES) + [RANDOM]
+
+
+def make_surrogate(surrogate, space: Space):
+    """A Surrogate built on `space` from a registered name, an instance (checked), or None for 'random'."""
+    if isinstance(surrogate, str):
+        if surrogate == RANDOM:
+            return None
+        if surrogate not in SURROGATES:
+            raise ValueError(f"unknown surrogate {surrogate!r}; registered: {available()}")
+        return SURROGATES[surrogate](space)
+    if isinstance(surrogate, Surrogate):
+        if surrogate.space != space:
+            raise ValueError("the surrogate was built on a different space than the one being optimized")
+        return surrogate
+    raise TypeError(f"surrogate must be a registered name {available()} or a zoo.Surrogate, got {surrogate!r}")
+
+
+def optimizer_for(surrogate: Surrogate) -> Callable:
+    if surrogate.structure not in OPTIMIZERS:
+        raise ValueError(f"no acquisition optimizer registered for structure {surrogate.structure!r}")
+    return OPTIMIZERS[surrogate.structure]

@@ -1,0 +1,12 @@
+"""treezoo models: search spaces, kernels, GP algebra and one NumPyro model per surrogate."""
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+from zoo.space import Categorical, Integer, Node, Real, Space  # noqa: E402
+from zoo.data import Data, make_data  # noqa: E402
+from zoo.base import Surrogate  # noqa: E402
+from zoo.gp import GP, gp_model  # noqa: E402
+
+__all__ = ["Categorical", "Integer", "Node", "Real", "Space", "Data", "make_data", "Surrogate", "GP", "gp_model"]

@@ -1,0 +1,63 @@
+"""The Surrogate contract shared by every model in the zoo.
+
+A surrogate binds a NumPyro model (priors on structure and hyperparameters, observed site ``y``)
+to a search space, names its discrete sites and the family of moves that update them, and gives
+per-posterior-sample predictions. Inference and the BO loop only talk to this contract, so a new
+surrogate needs no change in ``inference`` or ``optim``.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import jax
+import jax.numpy as jnp
+
+from zoo.data import Data
+from zoo.space import Space
+
+
+class Surrogate:
+    """Base class: subclass it and write `model`, `prepare` and `predict_prepared`."""
+
+    #: registered name, e.g. "gp", "bark"
+    name: str = "surrogate"
+    #: which acquisition optimizer suits the model: "flat" (multi-start L-BFGS-B per path),
+    #: later "forest" (MIP), "tree" (per-vertex search), "additive" (message passing), "partition"
+    structure: str = "flat"
+    #: discrete sample sites -> move family (a key of inference.moves.MOVES) that updates them
+    discrete_sites: Mapping[str, str] = {}
+
+    def __init__(self, space: Space):
+        if not isinstance(space, Space):
+            raise TypeError(f"a surrogate needs a zoo.Space, got {type(space).__name__}")
+        self.space = space
+
+    # --- the generative model -------------------------------------------------------------
+    def model(self, data: Data) -> None:
+        """NumPyro model: priors as `numpyro.sample` sites, observed site `y` (standardized)."""
+        raise NotImplementedError
+
+    def init_discrete(self, key, data: Data) -> dict:
+        """Initial values of the discrete sites for a fresh chain (jittable)."""
+        return {}
+
+    # --- predictions ----------------------------------------------------------------------
+    def prepare(self, samples: dict, data: Data):
+        """Per-sample quantities reused by every prediction (e.g. Cholesky solves); leading dim S."""
+        return (samples, data)
+
+    def predict_prepared(self, cache, Xq) -> tuple[jax.Array, jax.Array]:
+        """Latent mean and variance [S, N] at encoded rows Xq, in the user's units."""
+        raise NotImplementedError
+
+    def predict(self, samples: dict, data: Data, Xq):
+        """Per-sample latent mean and variance [S, N] at encoded rows Xq (user units)."""
+        return self.predict_prepared(self.prepare(samples, data), jnp.asarray(Xq))
+
+    def log_likelihood(self, sample: dict, data: Data) -> jax.Array:
+        """Pointwise log-likelihood [n_pad] of one posterior sample (0 on padded rows)."""
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"{type(self).__name__}(name={self.name!r}, dim={self.space.dim})"

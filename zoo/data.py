@@ -1,0 +1,55 @@
+"""Observed data, standardized and padded to a size bucket so jitted code sees few shapes."""
+
+from typing import NamedTuple
+
+import numpy as np
+
+
+class Data(NamedTuple):
+    """Padded, standardized training data (a JAX pytree of arrays)."""
+
+    X: np.ndarray  # [n_pad, D] encoded inputs; padded rows repeat the fill row
+    y: np.ndarray  # [n_pad] standardized targets, 0 on padded rows
+    mask: np.ndarray  # [n_pad] True on real rows
+    y_mean: np.ndarray  # scalar, user units
+    y_std: np.ndarray  # scalar, user units (1 when all observations are equal)
+
+    @property
+    def n(self) -> int:
+        return int(np.sum(self.mask))
+
+
+def bucket_size(n: int, min_size: int = 32) -> int:
+    """Smallest power of two >= max(n, min_size): a 100-step BO run sees about 3 sizes."""
+    size = min_size
+    while size < n:
+        size *= 2
+    return size
+
+
+def make_data(X, y, size: int | None = None, fill_row=None) -> Data:
+    """Standardize y and pad (X, y) to `size` rows (default: its bucket).
+
+    Constant observations give y_std = 1 (documented: the model then sees all-zero targets).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64).reshape(-1)
+    if X.ndim != 2 or X.shape[0] != y.shape[0]:
+        raise ValueError(f"X must be [n, D] and y [n]; got {X.shape} and {y.shape}")
+    if not np.all(np.isfinite(y)):
+        raise ValueError("y must be finite; drop failed evaluations before building Data")
+    n = X.shape[0]
+    size = bucket_size(n) if size is None else size
+    if size < n:
+        raise ValueError(f"size {size} is smaller than the number of observations {n}")
+    y_mean = float(np.mean(y)) if n else 0.0
+    y_std = float(np.std(y)) if n > 1 else 1.0
+    if not y_std > 1e-12 * max(1.0, abs(y_mean)):
+        y_std = 1.0
+    fill = np.zeros(X.shape[1]) if fill_row is None else np.asarray(fill_row, dtype=np.float64)
+    Xp = np.tile(fill, (size, 1))
+    Xp[:n] = X
+    yp = np.zeros(size)
+    yp[:n] = (y - y_mean) / y_std
+    mask = np.arange(size) < n
+    return Data(Xp, yp, mask, np.float64(y_mean), np.float64(y_std))

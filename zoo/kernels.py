@@ -1,0 +1,42 @@
+"""Small composable covariance functions in JAX (float64); inputs are encoded rows (zoo.space)."""
+
+import jax.numpy as jnp
+
+SQRT5 = 5.0 ** 0.5
+
+
+def scaled_sqdist(X1, X2, lengthscale):
+    """Squared distance between rows of X1 [N, d] and X2 [M, d] after dividing by lengthscale [d]."""
+    A, B = X1 / lengthscale, X2 / lengthscale
+    d2 = jnp.sum(A**2, -1)[:, None] + jnp.sum(B**2, -1)[None, :] - 2.0 * A @ B.T
+    return jnp.maximum(d2, 0.0)
+
+
+def _safe_sqrt(x):
+    """sqrt with a finite (zero) gradient at 0, where points coincide."""
+    pos = x > 1e-30
+    return jnp.where(pos, jnp.sqrt(jnp.where(pos, x, 1.0)), 0.0)
+
+
+def rbf(X1, X2, lengthscale):
+    """Squared-exponential ARD kernel with unit variance."""
+    return jnp.exp(-0.5 * scaled_sqdist(X1, X2, lengthscale))
+
+
+def matern52(X1, X2, lengthscale):
+    """Matérn-5/2 ARD kernel with unit variance (Rasmussen & Williams 2006, Eq. 4.17)."""
+    r = _safe_sqrt(scaled_sqdist(X1, X2, lengthscale))
+    return (1.0 + SQRT5 * r + (5.0 / 3.0) * r**2) * jnp.exp(-SQRT5 * r)
+
+
+def overlap(C1, C2, lengthscale):
+    """Exponentiated overlap kernel for categorical indices: exp(-sum_c [c != c'] / l_c).
+
+    Treats categories as unordered (only equality matters); an inactive column (index -1) is a
+    category of its own.
+    """
+    diff = (C1[:, None, :] != C2[None, :, :]).astype(C1.dtype)
+    return jnp.exp(-jnp.sum(diff / lengthscale, -1))
+
+
+STATIONARY = {"matern52": matern52, "rbf": rbf}
