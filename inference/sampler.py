@@ -174,8 +174,8 @@ def sample(surrogate: Surrogate, X, y, key, num_warmup: int = 300, num_samples: 
         out = run(keys, data)
     else:
         if isinstance(init, Posterior):
-            if init.surrogate is not surrogate:
-                raise ValueError("init must be a Posterior of the same surrogate object")
+            if init.surrogate != surrogate:
+                raise ValueError("init must be a Posterior of an equal surrogate (same model and space)")
             init = init.last_state
         chains = int(np.shape(init.step_size)[0])
         if chains != num_chains:

@@ -4,9 +4,10 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
+from zoo import kernels, linalg  # noqa: E402
 from zoo.space import Categorical, Integer, Node, Real, Space  # noqa: E402
 from zoo.data import Data, make_data  # noqa: E402
 from zoo.base import Surrogate  # noqa: E402
 from zoo.gp import GP, gp_model  # noqa: E402
 
-__all__ = ["Categorical", "Integer", "Node", "Real", "Space", "Data", "make_data", "Surrogate", "GP", "gp_model"]
+__all__ = ["kernels", "linalg", "Categorical", "Integer", "Node", "Real", "Space", "Data", "make_data", "Surrogate", "GP", "gp_model"]

@@ -59,5 +59,17 @@ class Surrogate:
         """Pointwise log-likelihood [n_pad] of one posterior sample (0 on padded rows)."""
         raise NotImplementedError
 
+    # --- identity: equal configurations share compiled (jitted) code -----------------------
+    def config_key(self) -> tuple:
+        """Everything that defines the model besides the space; override to share compilations."""
+        return (id(self),)
+
+    def __eq__(self, other):
+        return (type(self) is type(other) and self.space.key == other.space.key
+                and self.config_key() == other.config_key())
+
+    def __hash__(self):
+        return hash((type(self).__name__, self.space.key, self.config_key()))
+
     def __repr__(self):
         return f"{type(self).__name__}(name={self.name!r}, dim={self.space.dim})"

@@ -48,13 +48,13 @@ def gp_model(data: Data, *, num_idx, cat_idx, base="matern52", noise_loc=-4.0, n
     noise = numpyro.sample("noise", dist.LogNormal(noise_loc, noise_scale))
     mean = numpyro.sample("mean", dist.Normal(0.0, 1.0))
     L = _gp_cholesky(data, params, noise, num_idx, cat_idx, base)
-    numpyro.sample("y", dist.MultivariateNormal(mean * data.mask, scale_tril=L), obs=data.y)
+    numpyro.sample("y", dist.MultivariateNormal(mean * data.mask, scale_tril=L, validate_args=False), obs=data.y)
 
 
 def _gp_cholesky(data, params, noise, num_idx, cat_idx, base):
     K = mixed_kernel(data.X, data.X, params, num_idx=num_idx, cat_idx=cat_idx, base=base)
     K = K + (noise + NOISE_FLOOR) * jnp.eye(K.shape[0], dtype=K.dtype)
-    return linalg.cholesky(linalg.pad_covariance(K, data.mask))
+    return linalg.padded_cholesky(K, data.mask)
 
 
 class GP(Surrogate):
@@ -76,6 +76,9 @@ class GP(Surrogate):
         self.num_idx = np.flatnonzero(space.kinds != CATEGORICAL)
         self.cat_idx = np.flatnonzero(space.kinds == CATEGORICAL)
         self._kw = dict(num_idx=self.num_idx, cat_idx=self.cat_idx, base=kernel)
+
+    def config_key(self):
+        return (self.kernel, self.noise_prior)
 
     def model(self, data: Data) -> None:
         gp_model(data, **self._kw, noise_loc=self.noise_prior[0], noise_scale=self.noise_prior[1])

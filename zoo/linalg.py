@@ -26,6 +26,12 @@ def cholesky(K, jitter=JITTER):
     return jnp.linalg.cholesky(K + jitter * jnp.eye(K.shape[-1], dtype=K.dtype))
 
 
+def padded_cholesky(K, mask, jitter=JITTER):
+    """Cholesky factor of (K + jitter I) on real rows and the exact zero-density block on padded rows."""
+    K = K + jitter * jnp.eye(K.shape[-1], dtype=K.dtype)
+    return jnp.linalg.cholesky(pad_covariance(K, mask))
+
+
 def chain_rule_loglik(y, loc, L):
     """Pointwise terms log p(y_i | y_<i) of N(y | loc, L L^T); they sum to the joint log-density."""
     z = solve_triangular(L, y - loc, lower=True)

@@ -278,11 +278,18 @@ class Space:
     def __repr__(self):
         return f"Space(dim={self.dim}, paths={len(self.paths)}, names={self.names})"
 
+    @property
+    def key(self) -> str:
+        """A string that identifies the space's structure (equal spaces have equal keys)."""
+        if not hasattr(self, "_key"):
+            self._key = repr(self.to_dict())
+        return self._key
+
     def __eq__(self, other):
-        return isinstance(other, Space) and self.to_dict() == other.to_dict()
+        return isinstance(other, Space) and self.key == other.key
 
     def __hash__(self):
-        return id(self)
+        return hash(self.key)
 
     # ----------------------------------------------------------------- validation
     def active_path(self, config: Mapping) -> Path:

@@ -1,0 +1,36 @@
+"""Shared fixtures: small sampler settings and spaces reused across tests so JAX compiles once."""
+
+import numpy as np
+import pytest
+
+import zoo  # noqa: F401  (float64)
+from optim.lbfgs import LBFGSConfig
+from optim.loop import SamplerSettings
+from zoo import Categorical, Integer, Node, Real, Space
+
+# One sampler / optimizer configuration for every loop test: a single compilation per data bucket.
+FAST_SAMPLER = SamplerSettings(num_chains=2, cold_warmup=80, warm_warmup=10, num_samples=8, thinning=2,
+                               max_tree_depth=5)
+FAST_OPTIMIZER = LBFGSConfig(n_raw=128, n_restarts=8, maxiter=30)
+
+
+@pytest.fixture(scope="session")
+def mixed_space():
+    """A conditional space with every parameter kind, a log-scale real and a 3-way decision."""
+    leaf_a = Node("a", params=(Real("lr", 1e-5, 1e-1, log=True), Integer("units", 1, 30)))
+    leaf_b = Node("b", params=(Categorical("act", ("relu", "tanh", "logistic")),))
+    leaf_c = Node("c", params=(Real("alpha", -2.0, 3.0), Categorical("flag", (True, False))))
+    return Space(Node("root", params=(Integer("layers", 0, 4), Real("tol", 0.0, 1.0)), choice="kind",
+                      children={"sgd": leaf_a, "adam": leaf_b, "lbfgs": leaf_c}))
+
+
+@pytest.fixture(scope="session")
+def flat2():
+    return Space([Real("x0", 0.0, 1.0), Real("x1", 0.0, 1.0)])
+
+
+def gp_prior_draw(X, lengthscale, outputscale, noise, rng):
+    """y ~ N(0, outputscale * Matern52(X; lengthscale) + noise I), computed in NumPy."""
+    d = np.sqrt(np.sum(((X[:, None, :] - X[None, :, :]) / lengthscale) ** 2, -1))
+    K = outputscale * (1 + np.sqrt(5) * d + 5 / 3 * d**2) * np.exp(-np.sqrt(5) * d)
+    return rng.multivariate_normal(np.zeros(len(X)), K + noise * np.eye(len(X)))

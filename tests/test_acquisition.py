@@ -1,0 +1,66 @@
+"""Integrated acquisitions: exact tails of log-EI, and agreement with Monte Carlo estimates."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import mpmath
+import numpy as np
+import pytest
+
+from optim.acquisition import EI, PI, UCB, LogEI, _log_h, get_acquisition
+
+mpmath.mp.dps = 60
+
+
+def exact_log_h(z):
+    z = mpmath.mpf(z)
+    return float(mpmath.log(mpmath.npdf(z) + z * mpmath.ncdf(z)))
+
+
+@pytest.mark.parametrize("z", [5.0, 1.0, 0.0, -0.5, -1.0, -1.0000001, -3.0, -10.0, -39.9, -40.0, -40.1,
+                               -100.0, -1e3, -1e5])
+def test_log_h_is_accurate_from_the_centre_far_into_the_tail(z):
+    got = float(_log_h(jnp.float64(z)))
+    want = exact_log_h(z)
+    assert got == pytest.approx(want, rel=1e-10, abs=1e-12)
+
+
+def test_log_ei_gradient_is_finite_in_the_tail():
+    g = jax.grad(lambda m: LogEI()(m[None, None], jnp.ones((1, 1)) * 1e-4, 0.0)[0])(jnp.float64(5.0))
+    assert np.isfinite(float(g)) and float(g) < 0
+
+
+def _per_sample(rng, S=6, N=5):
+    mean = rng.normal(size=(S, N))
+    var = rng.uniform(0.05, 2.0, size=(S, N))
+    return mean, var
+
+
+def test_integrated_ei_pi_match_monte_carlo():
+    rng = np.random.default_rng(0)
+    mean, var, best = *_per_sample(rng), -0.3
+    M = 400_000
+    f = mean[None] + np.sqrt(var)[None] * rng.standard_normal((M,) + mean.shape)  # [M, S, N]
+    improvement = np.maximum(best - f, 0).mean(1)  # average over posterior samples -> [M, N]
+    indicator = (f < best).mean(1)
+    for acq, mc in ((EI(), improvement), (PI(), indicator)):
+        got = np.asarray(acq(mean, var, best))
+        se = mc.std(0) / math.sqrt(M)
+        assert np.all(np.abs(got - mc.mean(0)) < 4 * se), acq
+    assert np.allclose(np.asarray(LogEI()(mean, var, best)), np.log(np.asarray(EI()(mean, var, best))), rtol=1e-10)
+
+
+def test_ucb_is_sample_average_with_kandasamy_beta():
+    rng = np.random.default_rng(1)
+    mean, var = _per_sample(rng)
+    got = np.asarray(UCB()(mean, var, 0.0, t=7.0, dim=3.0))
+    beta = 0.2 * 3 * math.log(14)
+    assert np.allclose(got, (-mean + math.sqrt(beta) * np.sqrt(var)).mean(0))
+    assert np.allclose(np.asarray(UCB(beta=4.0)(mean, var, 0.0)), (-mean + 2 * np.sqrt(var)).mean(0))
+
+
+def test_get_acquisition():
+    assert isinstance(get_acquisition("LogEI"), LogEI)
+    with pytest.raises(ValueError, match="unknown acquisition"):
+        get_acquisition("thompson")

@@ -1,0 +1,139 @@
+"""The ask/tell loop and minimize: determinism, save/load, bad input, and beating random search."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from optim import BayesOpt, get_problem, minimize
+from optim.loop import Result
+from tests.conftest import FAST_OPTIMIZER, FAST_SAMPLER
+from zoo import GP, Real, Space
+
+FAST = dict(sampler=FAST_SAMPLER, optimizer=FAST_OPTIMIZER)
+
+
+def branin_like(c):
+    return (c["x0"] - 0.3) ** 2 + 2 * (c["x1"] - 0.7) ** 2
+
+
+def _run(opt, fn, steps):
+    for _ in range(steps):
+        c = opt.ask()
+        opt.tell(c, fn(c))
+    return opt
+
+
+def test_same_seed_same_run_and_same_initial_design_across_surrogates(flat2):
+    a = _run(BayesOpt(flat2, "gp", seed=3, n_init=4, **FAST), branin_like, 6)
+    b = _run(BayesOpt(flat2, "gp", seed=3, n_init=4, **FAST), branin_like, 6)
+    r = _run(BayesOpt(flat2, "random", seed=3, n_init=4, **FAST), branin_like, 6)
+    assert [h["config"] for h in a.history] == [h["config"] for h in b.history]
+    assert [h["config"] for h in a.history[:4]] == [h["config"] for h in r.history[:4]]
+    assert [h["source"] for h in a.history] == ["init"] * 4 + ["bo"] * 2
+    assert a.history[-1]["fit_seconds"] > 0 and a.history[-1]["acq_seconds"] > 0
+
+
+def test_save_load_resumes_bit_identically(flat2, tmp_path):
+    straight = _run(BayesOpt(flat2, "gp", seed=1, n_init=3, **FAST), branin_like, 7)
+    first = _run(BayesOpt(flat2, "gp", seed=1, n_init=3, **FAST), branin_like, 5)
+    first.ask()  # a pending (asked, not told) suggestion survives the round trip too
+    path = tmp_path / "run.json"
+    first.save(path)
+    resumed = _run(BayesOpt.load(path), branin_like, 2)
+    assert json.dumps([h["config"] for h in resumed.history]) == json.dumps([h["config"] for h in straight.history])
+    assert [h["value"] for h in resumed.history] == [h["value"] for h in straight.history]
+    assert resumed.best_value == straight.best_value
+
+
+def test_ask_repeats_until_told_and_user_points_are_accepted(flat2):
+    opt = BayesOpt(flat2, "random", seed=0, n_init=2)
+    c = opt.ask()
+    assert opt.ask() == c
+    opt.tell({"x0": 0.5, "x1": 0.5}, 1.0)  # not the pending one: recorded as a user point
+    assert opt.history[-1]["source"] == "user" and opt.ask() == c
+
+
+def test_bad_tell_raises_and_loses_nothing(flat2):
+    opt = BayesOpt(flat2, "random", seed=0, n_init=2)
+    opt.tell({"x0": 0.1, "x1": 0.2}, 3.0)
+    before = list(opt.history)
+    with pytest.raises(ValueError, match="unknown parameter"):
+        opt.tell({"x0": 0.1, "x1": 0.2, "x9": 1}, 1.0)
+    with pytest.raises(ValueError, match="outside"):
+        opt.tell({"x0": 1.5, "x1": 0.2}, 1.0)
+    with pytest.raises(TypeError, match="real number"):
+        opt.tell({"x0": 0.1, "x1": 0.2}, "1.0")
+    with pytest.raises(TypeError, match="scalar"):
+        opt.tell({"x0": 0.1, "x1": 0.2}, np.array([1.0, 2.0]))
+    with pytest.raises(TypeError, match="needs a value"):
+        opt.tell({"x0": 0.1, "x1": 0.2})
+    assert opt.history == before
+
+
+def test_nonfinite_and_failing_evaluations_are_recorded_but_not_modelled(flat2):
+    calls = []
+
+    def flaky(c):
+        calls.append(c)
+        if len(calls) == 2:
+            return float("nan")
+        if len(calls) == 3:
+            raise RuntimeError("simulator crashed")
+        return branin_like(c)
+    with pytest.warns(UserWarning, match="simulator crashed"):
+        res = minimize(flaky, flat2, "gp", budget=6, seed=0, n_init=4, **FAST)
+    status = [h["status"] for h in res.history]
+    assert status == ["ok", "nonfinite", "error", "ok", "ok", "ok"]
+    assert "simulator crashed" in res.history[2]["error"]
+    assert res.posterior.X.shape[0] == 3  # the last fit saw the 3 finite values among the first 5
+    assert np.isnan(res.values[1]) and np.isnan(res.values[2])
+    assert res.best_value == min(h["value"] for h in res.history if h["status"] == "ok")
+
+
+def test_budget_and_initial_design_rules(flat2):
+    with pytest.raises(ValueError, match="exceeds budget"):
+        minimize(branin_like, flat2, "random", budget=3, n_init=5)
+    with pytest.raises(ValueError, match="positive integer"):
+        minimize(branin_like, flat2, "random", budget=0)
+    res = minimize(branin_like, flat2, "random", budget=2)  # default n_init (3) is capped at the budget
+    assert [h["source"] for h in res.history] == ["init", "init"]
+    with pytest.raises(ValueError, match="unknown surrogate"):
+        BayesOpt(flat2, "forest?")
+    other = Space([Real("z", 0, 1)])
+    with pytest.raises(ValueError, match="different space"):
+        BayesOpt(flat2, GP(other))
+
+
+def test_constant_and_duplicate_observations_are_handled(flat2):
+    opt = BayesOpt(flat2, "gp", seed=0, n_init=2, **FAST)
+    for _ in range(3):  # the same point three times, same value: a constant, duplicated data set
+        opt.tell({"x0": 0.25, "x1": 0.75}, 2.0)
+    c = opt.ask()
+    flat2.validate(c)
+    assert np.all(np.isfinite(opt.posterior.stats["lp"]))
+    assert opt.history[-1]["value"] == 2.0 and len(opt.history) == 3
+
+
+def test_conditional_space_bo_runs_per_path():
+    problem = get_problem("jenatton_small")
+    res = minimize(problem, problem.space, "gp", budget=7, seed=0, n_init=5, **FAST)
+    assert isinstance(res, Result) and len(res.history) == 7
+    for h in res.history:
+        problem.space.validate(h["config"])
+    assert res.history[-1]["source"] in ("bo", "random:duplicate")
+
+
+def test_gp_beats_random_search_on_average(flat2):
+    """A smooth 2-D bowl with a ripple, 14 evaluations, 4 seeds: mean log10 regret of the GP is lower."""
+    def bowl(c):
+        return (c["x0"] - 0.3) ** 2 + 2 * (c["x1"] - 0.7) ** 2 + 0.05 * math.sin(9 * c["x0"])
+    grid = np.linspace(0, 1, 2001)
+    optimum = min((g - 0.3) ** 2 + 0.05 * math.sin(9 * g) for g in grid)
+    regret = {"gp": [], "random": []}
+    for method in regret:
+        for seed in range(4):
+            res = minimize(bowl, flat2, method, budget=14, seed=seed, n_init=4, **FAST)
+            regret[method].append(math.log10(res.best_value - optimum + 1e-9))
+    assert np.mean(regret["gp"]) < np.mean(regret["random"]) - 1.0, regret
