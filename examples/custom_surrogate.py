@@ -9,21 +9,24 @@ Run: python examples/custom_surrogate.py
 
 import os
 
-import jax
 import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
 
 from optim import get_problem, minimize
-from zoo import Surrogate, linalg
+from zoo.gp import ExactGP
 from zoo.kernels import rbf
 from zoo.space import CATEGORICAL
 
 FAST = os.environ.get("TREEZOO_EXAMPLES_FAST") == "1"
 
 
-class RelevanceGP(Surrogate):
-    """GP whose kernel only sees the dimensions a discrete indicator marks as relevant."""
+class RelevanceGP(ExactGP):
+    """RBF GP whose kernel only sees the dimensions a discrete indicator marks as relevant.
+
+    `ExactGP` supplies the likelihood y ~ N(mean, K + noise I) through the Cholesky factor and the
+    per-sample predictions; a subclass writes the priors (NumPyro sample sites) and the kernel.
+    """
 
     name = "relevance_gp"
     discrete_sites = {"relevant": "binary"}  # site -> move family (inference.moves.MOVES)
@@ -34,45 +37,28 @@ class RelevanceGP(Surrogate):
             raise ValueError("this example handles numeric parameters only")
         self.inclusion = inclusion
 
-    def config_key(self):
+    def config_key(self):  # equal settings share compiled code
         return (self.inclusion,)
 
-    def model(self, data):
+    def sample_hyperparameters(self):
         d = self.space.dim
-        relevant = numpyro.sample("relevant", dist.Bernoulli(self.inclusion).expand([d]).to_event(1))
-        lengthscale = numpyro.sample("lengthscale", dist.LogNormal(0.0, 1.0).expand([d]).to_event(1))
-        outputscale = numpyro.sample("outputscale", dist.LogNormal(0.0, 1.0))
-        noise = numpyro.sample("noise", dist.LogNormal(-4.0, 1.0))
-        L = self._cholesky(data, relevant, lengthscale, outputscale, noise)
-        numpyro.sample("y", dist.MultivariateNormal(jnp.zeros_like(data.y), scale_tril=L, validate_args=False), obs=data.y)
+        return {
+            "relevant": numpyro.sample("relevant", dist.Bernoulli(self.inclusion).expand([d]).to_event(1)),
+            "lengthscale": numpyro.sample("lengthscale", dist.LogNormal(0.0, 1.0).expand([d]).to_event(1)),
+            "outputscale": numpyro.sample("outputscale", dist.LogNormal(0.0, 1.0)),
+            "noise": numpyro.sample("noise", dist.LogNormal(-4.0, 1.0)),
+            "mean": numpyro.sample("mean", dist.Normal(0.0, 1.0)),
+        }
 
     def init_discrete(self, key, data):
         return {"relevant": jnp.ones(self.space.dim, dtype=jnp.int32)}
 
-    def _k(self, X1, X2, s):
-        w = s["relevant"]
-        return s["outputscale"] * rbf(X1 * w, X2 * w, s["lengthscale"])
+    def kernel(self, X1, X2, params):
+        w = params["relevant"]  # an irrelevant dimension contributes no distance
+        return params["outputscale"] * rbf(X1 * w, X2 * w, params["lengthscale"])
 
-    def _cholesky(self, data, relevant, lengthscale, outputscale, noise):
-        s = {"relevant": relevant, "lengthscale": lengthscale, "outputscale": outputscale}
-        K = self._k(data.X, data.X, s) + (noise + 1e-6) * jnp.eye(data.X.shape[0])
-        return linalg.padded_cholesky(K, data.mask)
-
-    def prepare(self, samples, data):
-        def one(s):
-            L = self._cholesky(data, s["relevant"], s["lengthscale"], s["outputscale"], s["noise"])
-            alpha, Kinv = linalg.precision_terms(L, data.y)
-            return {"alpha": alpha, "Kinv": Kinv}
-        return samples, data, jax.vmap(one)(samples)
-
-    def predict_prepared(self, cache, Xq):
-        samples, data, pre = cache
-
-        def one(s, p):
-            Kxq = self._k(data.X, Xq, s) * data.mask[:, None]
-            return linalg.latent_posterior(p["alpha"], p["Kinv"], Kxq, s["outputscale"] * jnp.ones(Xq.shape[0]))
-        mean, var = jax.vmap(one)(samples, pre)
-        return data.y_mean + data.y_std * mean, data.y_std**2 * var
+    def kernel_diag(self, X, params):
+        return params["outputscale"] * jnp.ones(X.shape[0])
 
 
 if __name__ == "__main__":

@@ -73,7 +73,8 @@ def resolve_moves(surrogate: Surrogate, moves: Mapping | None) -> tuple:
 
 
 @functools.lru_cache(maxsize=64)
-def _runner(surrogate, moves, num_warmup, num_samples, thinning, cold, max_tree_depth, target_accept_prob):
+def _runner(surrogate, moves, num_warmup, num_samples, num_chains, thinning, cold, max_tree_depth,
+            target_accept_prob):
     """Build the jitted, chain-vectorized run for one configuration (cached: compile once)."""
     gen = potential_fn_gen(surrogate)
     init_kernel, sample_kernel = hmc(potential_fn_gen=gen, algo="NUTS")
@@ -127,20 +128,28 @@ def _runner(surrogate, moves, num_warmup, num_samples, thinning, cold, max_tree_
         last = WarmStart(hs.z, state.discrete, hs.adapt_state.step_size, hs.adapt_state.inverse_mass_matrix)
         return values, stats, move_stats, last
 
-    if cold:
-        def run_cold(key, data):
-            k_disc, k_z, k_run = jax.random.split(key, 3)
-            disc0 = surrogate.init_discrete(k_disc, data)
-            z0 = init_unconstrained(surrogate, data, disc0, k_z)
-            return run_chain(k_run, z0, disc0, 1.0, None, data)
-        return jax.jit(jax.vmap(run_cold, in_axes=(0, None)))
-    return jax.jit(jax.vmap(run_chain, in_axes=(0, 0, 0, 0, 0, None)))
+    def run_cold(key, data):
+        k_disc, k_z, k_run = jax.random.split(key, 3)
+        disc0 = surrogate.init_discrete(k_disc, data)
+        z0 = init_unconstrained(surrogate, data, disc0, k_z)
+        return run_chain(k_run, z0, disc0, 1.0, None, data)
+
+    def run(key, *args):  # key splitting inside the jit: no eager (separately compiled) key ops
+        keys = jax.random.split(key, num_chains)
+        if cold:
+            return jax.vmap(run_cold, in_axes=(0, None))(keys, *args)
+        return jax.vmap(run_chain, in_axes=(0, 0, 0, 0, 0, None))(keys, *args)
+    return jax.jit(run)
 
 
 def as_key(key):
-    """Accept an int seed or a JAX PRNG key."""
+    """An int seed or a JAX PRNG key -> raw key words; for ints, the same words as jax.random.PRNGKey
+    (high and low 32 bits), made in NumPy so that no separate XLA computation is compiled."""
     if isinstance(key, (int, np.integer)):
-        return jax.random.PRNGKey(int(key))
+        seed = int(key)
+        if not 0 <= seed < 2**64:
+            raise ValueError(f"an integer seed must be in [0, 2^64), got {seed}")
+        return np.array([seed >> 32, seed & 0xFFFFFFFF], dtype=np.uint32)
     return key
 
 
@@ -165,13 +174,13 @@ def sample(surrogate: Surrogate, X, y, key, num_warmup: int = 300, num_samples: 
         raise ValueError(f"X must be encoded rows [n, {surrogate.space.dim}], got shape {X.shape}")
     data = make_data(X, y, size=size, fill_row=surrogate.space.fill_row())
     move_pairs = resolve_moves(surrogate, moves)
-    keys = jax.random.split(as_key(key), num_chains)
+    key = as_key(key)
     cold = init is None
-    run = _runner(surrogate, move_pairs, int(num_warmup), int(num_samples), int(thinning), cold,
+    run = _runner(surrogate, move_pairs, int(num_warmup), int(num_samples), int(num_chains), int(thinning), cold,
                   int(max_tree_depth), float(target_accept_prob))
     t0 = time.perf_counter()
     if cold:
-        out = run(keys, data)
+        out = run(key, data)
     else:
         if isinstance(init, Posterior):
             if init.surrogate != surrogate:
@@ -180,7 +189,7 @@ def sample(surrogate: Surrogate, X, y, key, num_warmup: int = 300, num_samples: 
         chains = int(np.shape(init.step_size)[0])
         if chains != num_chains:
             raise ValueError(f"init has {chains} chains, asked for {num_chains}")
-        out = run(keys, init.z, init.discrete, init.step_size, init.inverse_mass_matrix, data)
+        out = run(key, init.z, init.discrete, init.step_size, init.inverse_mass_matrix, data)
     values, stats, move_stats, last = jax.tree_util.tree_map(np.asarray, out)
     return Posterior(surrogate=surrogate, data=data, X=X, y=np.asarray(y, dtype=np.float64).reshape(-1),
                      samples=values, stats=stats, move_stats=move_stats, last_state=WarmStart(*last),

@@ -35,10 +35,12 @@ class AcquisitionFunction:
     """Integrated acquisition of one posterior: call on encoded rows [B, D] -> (values [B], grads [B, D])."""
 
     def __init__(self, posterior, acquisition, best: float, t: int = 1, batch: int = 32):
+        self.posterior = posterior
         self.surrogate = posterior.surrogate
         self.acquisition = acquisition
+        self.t = int(t)
         self.batch = int(batch)
-        self._cache = _prepare(self.surrogate)(posterior.flat_samples(), posterior.data)
+        self.prepared = _prepare(self.surrogate)(posterior.flat_samples(), posterior.data)
         self._vg = _value_and_grad(self.surrogate, acquisition)
         self._args = (np.float64(best), np.float64(t))
         self.n_evals = 0
@@ -54,7 +56,7 @@ class AcquisitionFunction:
             m = chunk.shape[0]
             if m < B:
                 chunk = np.concatenate([chunk, np.repeat(chunk[-1:], B - m, axis=0)])
-            v, g = self._vg(self._cache, chunk, *self._args, dim)
+            v, g = self._vg(self.prepared, chunk, *self._args, dim)
             vals[start:start + m], grads[start:start + m] = np.asarray(v)[:m], np.asarray(g)[:m]
             self.n_evals += 1
         return vals, grads

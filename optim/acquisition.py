@@ -24,7 +24,7 @@ def _log_h(z):
     z > -1: direct. -40 < z <= -1: log phi(z) + log1p(-|z| Phi(z)/phi(z)) with Phi/phi from
     log_ndtr. z <= -40: the Mills-ratio series 1 - |z| R(z) = 1/z^2 - 3/z^4 + 15/z^6 - 105/z^8 + ...
     """
-    log_phi = -0.5 * z**2 - _LOG_SQRT_2PI
+    -0.5 * z**2 - _LOG_SQRT_2PI
     z_hi = jnp.where(z > -1.0, z, 0.0)
     direct = jnp.log(jnp.exp(-0.5 * z_hi**2 - _LOG_SQRT_2PI) + z_hi * ndtr(z_hi))
     z_mid = jnp.where((z <= -1.0) & (z > -40.0), z, -2.0)

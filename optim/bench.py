@@ -1,14 +1,15 @@
-"""`treezoo-bench`: run methods on problems over seeds, write JSON lines, print regret and timing tables.
+"""`treezoo-bench`: run surrogates and peer optimizers side by side, write JSON lines, print tables and plots.
 
-    treezoo-bench run --problems hartmann6 jenatton_small --methods gp random --seeds 5 \
-        --budget 50 --n-init 10 --out bench_results/foundation.jsonl --jobs 2
-    treezoo-bench table bench_results/foundation.jsonl --at 20 50
-    treezoo-bench timing --sizes 20 50 100 --out bench_results/timing.json
-    treezoo-bench compiles --iterations 100
+    treezoo-bench run --problems hartmann6 jenatton_small --methods gp random optuna_tpe --seeds 5 \\
+        --budget 50 --n-init 10 --out benchmarks/results/foundation.jsonl [--jobs 2]
+    treezoo-bench table benchmarks/results/foundation.jsonl --at 20 50 [--reference gp] [--plots DIR]
+    treezoo-bench timing --sizes 20 50 100 --out benchmarks/results/timing.json
+    treezoo-bench compiles --iterations 100 --out benchmarks/results/compiles.json
+    treezoo-bench render BENCHMARKS.md [--check]
 
-Every method sees the same initial design for a given seed (the loop's Sobol design depends only
-on the space and the seed). Finished (method, problem, seed, budget, n_init) cells found in the
-output file are skipped, so an interrupted run resumes.
+Every method evaluates the same initial design for a given seed first (peers through their own
+API). Finished (method, problem, seed, budget, n_init, noise) cells found in the output file are
+skipped, so an interrupted run resumes; a crashing run is recorded and the others go on.
 """
 
 from __future__ import annotations
@@ -25,11 +26,13 @@ from multiprocessing import get_context
 
 import numpy as np
 
+from optim import report
 
-def _versions() -> dict:
+
+def _versions(extra=()) -> dict:
     import importlib.metadata as md
     out = {"python": platform.python_version()}
-    for pkg in ("treezoo", "jax", "numpyro", "numpy", "scipy"):
+    for pkg in ("treezoo", "jax", "numpyro", "numpy", "scipy", *extra):
         try:
             out[pkg] = md.version(pkg)
         except md.PackageNotFoundError:
@@ -37,26 +40,38 @@ def _versions() -> dict:
     return out
 
 
+def methods_available() -> list[str]:
+    from optim.peers import PEERS
+    from optim.registry import available
+    return available() + sorted(PEERS)
+
+
 def run_cell(method: str, problem_name: str, seed: int, budget: int, n_init: int, noise: float = 0.0) -> dict:
-    """One BO run; returns a JSON-able record with the full trace (failures recorded, not raised)."""
-    from optim.loop import minimize
+    """One run of one method; a JSON-able record with the full trace (a crash is recorded, not raised)."""
+    from optim.loop import initial_design, minimize
+    from optim.peers import PEERS
     from optim.problems import get_problem
 
     problem = get_problem(problem_name, noise_std=noise, seed=seed)
-    t0 = time.perf_counter()
+    peer = PEERS.get(method)
     record = {"method": method, "problem": problem_name, "seed": seed, "budget": budget, "n_init": n_init,
               "noise": noise, "optimum": problem.optimum, "date": datetime.date.today().isoformat(),
-              "versions": _versions()}
+              "versions": _versions(peer.requires if peer else ())}
+    t0 = time.perf_counter()
     try:
-        res = minimize(problem, problem.space, surrogate=method, budget=budget, seed=seed, n_init=n_init)
+        if peer is not None:
+            history = peer.run(problem, budget, seed, initial_design(problem.space, n_init, seed))
+        else:
+            history = minimize(problem, problem.space, surrogate=method, budget=budget, seed=seed,
+                               n_init=n_init).history
     except Exception as exc:  # one crashing run must not stop the others
         record.update(status="crashed", error=f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - t0)
         return record
     record.update(
         status="ok", seconds=time.perf_counter() - t0,
-        values=[h["value"] for h in res.history], eval_status=[h["status"] for h in res.history],
-        sources=[h["source"] for h in res.history], configs=[h["config"] for h in res.history],
-        fit_seconds=[h["fit_seconds"] for h in res.history], acq_seconds=[h["acq_seconds"] for h in res.history])
+        values=[h["value"] for h in history], eval_status=[h["status"] for h in history],
+        sources=[h["source"] for h in history], configs=[h["config"] for h in history],
+        fit_seconds=[h["fit_seconds"] for h in history], acq_seconds=[h["acq_seconds"] for h in history])
     return record
 
 
@@ -64,16 +79,21 @@ def _cell_key(r: dict) -> tuple:
     return (r["method"], r["problem"], int(r["seed"]), int(r["budget"]), int(r["n_init"]), float(r.get("noise", 0.0)))
 
 
-def load_records(path) -> list[dict]:
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
 def cmd_run(args) -> int:
-    done = {_cell_key(r) for r in load_records(args.out) if r.get("status") == "ok"}
-    cells = [(m, p, s, args.budget, args.n_init, args.noise) for p in args.problems for m in args.methods
+    from optim.peers import PEERS
+
+    methods = []
+    for m in args.methods:
+        if m not in methods_available():
+            print(f"treezoo-bench: unknown method {m!r}; available: {methods_available()}", file=sys.stderr)
+            return 2
+        missing = PEERS[m].missing() if m in PEERS else []
+        if missing:
+            print(f"treezoo-bench: skipping {m}: {', '.join(missing)} not installed ({PEERS[m].install_hint})")
+        else:
+            methods.append(m)
+    done = {_cell_key(r) for r in report.load_records(args.out) if r.get("status") == "ok"}
+    cells = [(m, p, s, args.budget, args.n_init, args.noise) for p in args.problems for m in methods
              for s in range(args.seed0, args.seed0 + args.seeds)]
     todo = [c for c in cells if c not in done]
     print(f"treezoo-bench: {len(cells)} cells, {len(cells) - len(todo)} already in {args.out}, running {len(todo)}",
@@ -84,12 +104,15 @@ def cmd_run(args) -> int:
         with open(args.out, "a") as f:
             f.write(json.dumps(rec) + "\n")
         best = min([v for v in rec.get("values", []) if v is not None and np.isfinite(v)], default=None)
-        print(f"  {rec['method']:>10s} {rec['problem']:>24s} seed {rec['seed']}: {rec['status']}, "
-              f"best {best}, {rec['seconds']:.1f} s", flush=True)
+        extra = f"best {best}" if rec["status"] == "ok" else rec.get("error", "")
+        print(f"  {rec['method']:>14s} {rec['problem']:>24s} seed {rec['seed']}: {rec['status']}, {extra}, "
+              f"{rec['seconds']:.1f} s", flush=True)
 
-    if args.jobs > 1:
+    if args.jobs > 1 and todo:
+        # one XLA thread per worker: several multi-threaded JAX processes on few cores thrash badly
+        os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
         with ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn")) as pool:
-            for rec in pool.map(run_cell, *zip(*todo)) if todo else []:
+            for rec in pool.map(run_cell, *zip(*todo)):
                 write(rec)
     else:
         for c in todo:
@@ -97,85 +120,51 @@ def cmd_run(args) -> int:
     return 0
 
 
-def best_so_far(values) -> np.ndarray:
-    v = np.array([np.inf if (x is None or not np.isfinite(x)) else x for x in values], dtype=float)
-    return np.minimum.accumulate(v)
-
-
-def summarize(records, at, tol=1e-2):
-    """Per (problem, method): quartiles of log10 regret at each budget in `at`, hit rate, timings."""
-    groups: dict = {}
-    for r in records:
-        if r.get("status") == "ok":
-            groups.setdefault((r["problem"], r["method"]), []).append(r)
-    rows = []
-    for (problem, method), recs in sorted(groups.items()):
-        row = {"problem": problem, "method": method, "seeds": len(recs)}
-        for b in at:
-            vals = []
-            for r in recs:
-                trace = best_so_far(r["values"])
-                if len(trace) >= b:
-                    reg = trace[b - 1] - r["optimum"] if r["optimum"] is not None else trace[b - 1]
-                    vals.append(np.log10(max(reg, 1e-12)) if r["optimum"] is not None else reg)
-            row[b] = np.percentile(vals, [25, 50, 75]) if vals else None
-        final = [best_so_far(r["values"])[-1] - r["optimum"] for r in recs if r["optimum"] is not None]
-        row["hits"] = (sum(f < tol for f in final), len(final))
-        bo = [(f, a) for r in recs for f, a, s in zip(r["fit_seconds"], r["acq_seconds"], r["sources"]) if s == "bo"]
-        row["fit_s"] = float(np.mean([f for f, _ in bo])) if bo else 0.0
-        row["acq_s"] = float(np.mean([a for _, a in bo])) if bo else 0.0
-        row["run_s"] = float(np.median([r["seconds"] for r in recs]))
-        rows.append(row)
-    return rows
-
-
-def format_table(rows, at) -> str:
-    head = ["problem", "method", "seeds"] + [f"log10 regret @{b}: median [q25, q75]" for b in at] + \
-           [f"within 1e-2 @{max(at)}", "s/iter fit", "s/iter acq", "s/run (median)"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        cells = [r["problem"], r["method"], str(r["seeds"])]
-        for b in at:
-            q = r[b]
-            cells.append("n/a" if q is None else f"{q[1]:.2f} [{q[0]:.2f}, {q[2]:.2f}]")
-        cells += [f"{r['hits'][0]}/{r['hits'][1]}", f"{r['fit_s']:.2f}", f"{r['acq_s']:.2f}", f"{r['run_s']:.0f}"]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
 def cmd_table(args) -> int:
-    records = [r for path in args.files for r in load_records(path)]
-    print(format_table(summarize(records, args.at), args.at))
+    records = [r for path in args.files for r in report.load_records(path)]
+    print(report.regret_table(records, args.at))
+    if args.reference:
+        print()
+        print(report.wilcoxon_table(records, args.reference, max(args.at)))
+    if args.plots:
+        for problem in sorted({r["problem"] for r in records}):
+            print("plot:", report.plot_regret(records, problem, os.path.join(args.plots, f"regret_{problem}.png")))
     return 0
 
 
 def timing_at_size(n: int, dim: int = 6, repeats: int = 3, seed: int = 0) -> dict:
-    """Seconds for one warm-started BO iteration (fit, acquisition) of the GP on Hartmann-like data of size n."""
+    """Seconds for one warm-started BO iteration (fit, acquisition) of the GP on Hartmann-6 data of size n."""
     from optim.loop import BayesOpt
     from optim.problems import hartmann6
 
-    problem = hartmann6(extra_dims=dim - 6) if dim >= 6 else None
+    problem = hartmann6(extra_dims=dim - 6)
     opt = BayesOpt(problem.space, "gp", seed=seed, n_init=n)
     for config in problem.space.sobol(n, seed=seed):
         opt.tell(config, problem(config))
     fits, acqs = [], []
-    for _ in range(repeats + 1):  # the first (cold) iteration compiles and is not counted
+    for _ in range(repeats + 2):  # iteration 1 is the cold fit, iteration 2 compiles the warm run: not counted
         c = opt.ask()
         opt.tell(c, problem(c))
         h = opt.history[-1]
         fits.append(h["fit_seconds"])
         acqs.append(h["acq_seconds"])
-    return {"n": n, "dim": dim, "fit_s": float(np.median(fits[1:])), "acq_s": float(np.median(acqs[1:])),
-            "cold_fit_s": fits[0], "cold_acq_s": acqs[0]}
+    return {"n": n, "dim": dim, "fit_s": float(np.median(fits[2:])), "acq_s": float(np.median(acqs[2:])),
+            "cold_fit_s": fits[0], "cold_acq_s": acqs[0], "date": datetime.date.today().isoformat()}
+
+
+def _write_json(path, data):
+    if path:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(data, f, indent=1)
 
 
 def cmd_timing(args) -> int:
+    if args.dim < 6:
+        raise SystemExit("--dim must be >= 6 (Hartmann-6 plus inert dimensions)")
     rows = [timing_at_size(n, args.dim, args.repeats) for n in args.sizes]
-    print("| n | d | fit s/iter (warm) | acquisition s/iter | total | first (cold, compiling) fit + acq |")
-    print("|---|---|---|---|---|---|")
-    for r in rows:
-        print(f"| {r['n']} | {r['dim']} | {r['fit_s']:.2f} | {r['acq_s']:.2f} | {r['fit_s'] + r['acq_s']:.2f} | "
-              f"{r['cold_fit_s']:.1f} + {r['cold_acq_s']:.1f} |")
+    print(report.timing_table(rows))
+    _write_json(args.out, rows)
     return 0
 
 
@@ -194,13 +183,22 @@ def cmd_compiles(args) -> int:
         c = opt.ask()
         opt.tell(c, problem(c))
         per_iter.append(compile_count() - before)
-    total = compile_count() - start
     bo = per_iter[args.n_init:]
-    print(f"{args.problem}: {args.iterations} BO iterations after {args.n_init} initial points "
-          f"(n = {args.n_init} .. {args.n_init + args.iterations}) in {time.perf_counter() - t0:.0f} s")
-    print(f"XLA compilations: {total} in all; {sum(bo)} during BO iterations; "
-          f"iterations that compiled: {[i + args.n_init for i, k in enumerate(bo) if k]}")
-    print(f"best value {opt.best_value:.5f}")
+    result = {"problem": args.problem, "iterations": args.iterations, "n_init": args.n_init,
+              "total": compile_count() - start, "during_bo": sum(bo),
+              "compiled_at": [i + args.n_init + 1 for i, k in enumerate(bo) if k],
+              "per_compiling_iteration": [k for k in bo if k], "seconds": time.perf_counter() - t0,
+              "best_value": opt.best_value, "date": datetime.date.today().isoformat()}
+    print(report.compiles_table(result))
+    _write_json(args.out, result)
+    return 0
+
+
+def cmd_render(args) -> int:
+    ok = report.render(args.document, check=args.check)
+    if args.check and not ok:
+        print(f"{args.document} is out of date with its results; run: treezoo-bench render {args.document}")
+        return 1
     return 0
 
 
@@ -209,27 +207,36 @@ def main(argv=None) -> int:
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run (method, problem, seed) cells and append JSON lines")
     r.add_argument("--problems", nargs="+", default=["hartmann6", "jenatton_small"])
-    r.add_argument("--methods", nargs="+", default=["gp", "random"])
+    r.add_argument("--methods", nargs="+", default=["gp", "random"], help="surrogates and peers")
     r.add_argument("--seeds", type=int, default=5)
     r.add_argument("--seed0", type=int, default=0)
     r.add_argument("--budget", type=int, default=50)
     r.add_argument("--n-init", type=int, default=10)
     r.add_argument("--noise", type=float, default=0.0)
-    r.add_argument("--jobs", type=int, default=1)
-    r.add_argument("--out", default="bench_results/results.jsonl")
-    t = sub.add_parser("table", help="print the regret table from JSON lines")
+    r.add_argument("--jobs", type=int, default=1, help="worker processes (each with one XLA thread)")
+    r.add_argument("--out", default="benchmarks/results/results.jsonl")
+    t = sub.add_parser("table", help="regret table (and paired tests, plots) from JSON lines")
     t.add_argument("files", nargs="+")
     t.add_argument("--at", nargs="+", type=int, default=[20, 50])
+    t.add_argument("--reference", default=None, help="method for paired Wilcoxon wins/ties/losses")
+    t.add_argument("--plots", default=None, help="folder for regret-vs-evaluations PNGs")
     tm = sub.add_parser("timing", help="seconds per BO iteration at several data sizes")
     tm.add_argument("--sizes", nargs="+", type=int, default=[20, 50, 100])
     tm.add_argument("--dim", type=int, default=6)
     tm.add_argument("--repeats", type=int, default=3)
+    tm.add_argument("--out", default=None)
     c = sub.add_parser("compiles", help="count XLA compilations over a long BO run")
     c.add_argument("--problem", default="hartmann6")
     c.add_argument("--iterations", type=int, default=100)
     c.add_argument("--n-init", type=int, default=10)
+    c.add_argument("--out", default=None)
+    rd = sub.add_parser("render", help="regenerate the tables of a Markdown document from its results")
+    rd.add_argument("document")
+    rd.add_argument("--check", action="store_true", help="exit 1 if the document is out of date")
     args = p.parse_args(argv)
-    return {"run": cmd_run, "table": cmd_table, "timing": cmd_timing, "compiles": cmd_compiles}[args.command](args)
+    commands = {"run": cmd_run, "table": cmd_table, "timing": cmd_timing, "compiles": cmd_compiles,
+                "render": cmd_render}
+    return commands[args.command](args)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="minimize a built-in problem and print the best configuration")
     run.add_argument("--problem", default="jenatton_small", choices=sorted(PROBLEMS))
     run.add_argument("--surrogate", default="gp", choices=available())
-    run.add_argument("--acquisition", default="logei", choices=["logei", "ei", "pi", "ucb"])
+    run.add_argument("--acquisition", default=None, choices=["logei", "ei", "pi", "ucb"],
+                     help="default: the surrogate's own (log-EI for gp, UCB for addtree)")
     run.add_argument("--budget", type=int, default=30, help="number of evaluations (default 30)")
     run.add_argument("--n-init", type=int, default=None, help="initial Sobol design size")
     run.add_argument("--seed", type=int, default=0)
@@ -47,7 +48,8 @@ def main(argv=None) -> int:
 
     problem = get_problem(args.problem, noise_std=args.noise, seed=args.seed)
     print(f"treezoo: minimizing {problem.name} (dim {problem.space.dim}, {len(problem.space.paths)} path(s)) "
-          f"with surrogate={args.surrogate}, acquisition={args.acquisition}, budget={args.budget}, seed={args.seed}",
+          f"with surrogate={args.surrogate}, acquisition={args.acquisition or 'default'}, budget={args.budget}, "
+          f"seed={args.seed}",
           flush=True)
     t0 = time.perf_counter()
     result = minimize(problem, problem.space, surrogate=args.surrogate, budget=args.budget, seed=args.seed,

@@ -47,6 +47,12 @@ def _derive(seed: int, step: int, stream: int) -> int:
     return int(np.random.SeedSequence([int(seed), int(step), int(stream)]).generate_state(1)[0])
 
 
+def initial_design(space: Space, n_init: int, seed: int) -> list[dict]:
+    """The scrambled-Sobol initial design of a run: it depends only on (space, n_init, seed), so every
+    method benchmarked with the same seed starts from the same points."""
+    return space.sobol(n_init, seed=_derive(seed, 0, 0))
+
+
 def _check_value(value) -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.ndarray)):
         raise TypeError(f"the objective value must be a real number, got {value!r}")
@@ -63,7 +69,7 @@ class BayesOpt:
     >>> config = opt.ask(); opt.tell(config, f(config))
     """
 
-    def __init__(self, space: Space, surrogate="gp", acquisition="logei", seed: int = 0,
+    def __init__(self, space: Space, surrogate="gp", acquisition=None, seed: int = 0,
                  n_init: int | None = None, sampler: SamplerSettings = SamplerSettings(),
                  optimizer: LBFGSConfig = LBFGSConfig()):
         if not isinstance(space, Space):
@@ -73,6 +79,8 @@ class BayesOpt:
         self.space = space
         self.surrogate_spec = surrogate if isinstance(surrogate, str) else getattr(surrogate, "name", "custom")
         self.surrogate = make_surrogate(surrogate, space)
+        if acquisition is None:  # the surrogate's own choice (log-EI for flat GPs, UCB for Add-Tree)
+            acquisition = getattr(self.surrogate, "default_acquisition", "logei")
         self.acquisition = get_acquisition(acquisition)
         self.seed = int(seed)
         self.n_init = self.default_n_init(space) if n_init is None else int(n_init)
@@ -84,7 +92,7 @@ class BayesOpt:
         self.posterior: Posterior | None = None
         self._warm: WarmStart | None = None
         self._pending: dict | None = None
-        self._design = space.sobol(self.n_init, seed=_derive(self.seed, 0, 0))
+        self._design = initial_design(space, self.n_init, self.seed)
 
     @staticmethod
     def default_n_init(space: Space) -> int:
@@ -135,7 +143,7 @@ class BayesOpt:
         t0 = time.perf_counter()
         cold = self._warm is None
         self.posterior = sample(
-            self.surrogate, X, y, jax.random.PRNGKey(_derive(self.seed, step, 2)),
+            self.surrogate, X, y, _derive(self.seed, step, 2),
             num_warmup=s.cold_warmup if cold else s.warm_warmup, num_samples=s.num_samples,
             num_chains=s.num_chains, thinning=s.thinning, init=self._warm, max_tree_depth=s.max_tree_depth)
         self._warm = self.posterior.last_state
@@ -240,7 +248,7 @@ class Result:
 
 
 def minimize(objective: Callable[[dict], float], space: Space, surrogate="gp", budget: int = 50,
-             seed: int = 0, n_init: int | None = None, acquisition="logei", progress: bool = False,
+             seed: int = 0, n_init: int | None = None, acquisition=None, progress: bool = False,
              checkpoint=None, callback: Callable | None = None, **settings) -> Result:
     """Minimize `objective(config) -> float` over `space` with `budget` evaluations.
 

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from typing import Callable
 
+from optim.lbfgs import optimize_acquisition
+from optim.tree_search import tree_optimizer
+from zoo.addtree import AddTree
 from zoo.base import Surrogate
 from zoo.gp import GP
 from zoo.space import Space
-from optim.lbfgs import optimize_acquisition
 
 RANDOM = "random"  # random search: no model
 
-SURROGATES: dict[str, Callable[[Space], Surrogate]] = {"gp": GP}
-OPTIMIZERS: dict[str, Callable] = {"flat": optimize_acquisition}
+SURROGATES: dict[str, Callable[[Space], Surrogate]] = {"gp": GP, "addtree": AddTree}
+OPTIMIZERS: dict[str, Callable] = {"flat": optimize_acquisition, "tree": tree_optimizer}
 
 
 def register_surrogate(name: str, factory: Callable[[Space], Surrogate]) -> None:

@@ -11,6 +11,7 @@ import inference
 from inference.moves import flip_one_bit
 from tests.conftest import gp_prior_draw
 from zoo import GP
+from zoo.gp import gp_cholesky
 
 SETTINGS = dict(num_warmup=300, num_samples=600, num_chains=4)
 
@@ -118,7 +119,8 @@ def test_to_arviz_groups_dims_and_no_padding(flat2):
     # pointwise terms sum to the joint log-likelihood of y (user units) under each sample
     s0 = {k: v[0, 0] for k, v in post.samples.items()}
     from scipy.stats import multivariate_normal
-    K = np.asarray(GP(flat2)._cholesky(s0, post.data))[:9, :9]
+    gp = GP(flat2)
+    K = np.asarray(gp_cholesky(post.data, s0, gp.kernel))[:9, :9]
     z = (y - post.data.y_mean) / post.data.y_std
     joint = multivariate_normal(s0["mean"] * np.ones(9), K @ K.T).logpdf(z) - 9 * np.log(post.data.y_std)
     assert float(idata.log_likelihood["y"][0, 0].sum()) == pytest.approx(joint, rel=1e-9)

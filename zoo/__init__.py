@@ -8,6 +8,6 @@ from zoo import kernels, linalg  # noqa: E402
 from zoo.space import Categorical, Integer, Node, Real, Space  # noqa: E402
 from zoo.data import Data, make_data  # noqa: E402
 from zoo.base import Surrogate  # noqa: E402
-from zoo.gp import GP, gp_model  # noqa: E402
+from zoo.gp import GP, ExactGP, gp_model  # noqa: E402
 
-__all__ = ["kernels", "linalg", "Categorical", "Integer", "Node", "Real", "Space", "Data", "make_data", "Surrogate", "GP", "gp_model"]
+__all__ = ["kernels", "linalg", "Categorical", "Integer", "Node", "Real", "Space", "Data", "make_data", "Surrogate", "ExactGP", "GP", "gp_model"]

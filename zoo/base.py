@@ -25,6 +25,8 @@ class Surrogate:
     #: which acquisition optimizer suits the model: "flat" (multi-start L-BFGS-B per path),
     #: later "forest" (MIP), "tree" (per-vertex search), "additive" (message passing), "partition"
     structure: str = "flat"
+    #: acquisition used when the user names none (the one the model's optimizer is built for)
+    default_acquisition: str = "logei"
     #: discrete sample sites -> move family (a key of inference.moves.MOVES) that updates them
     discrete_sites: Mapping[str, str] = {}
 

@@ -1,9 +1,14 @@
-"""Baseline fully Bayesian GP: Matérn-5/2 (or RBF) ARD on numeric columns times an overlap kernel on
-categorical columns, with weakly informative priors, on standardized y."""
+"""Exact GP surrogates: a generic base (priors + covariance function), and the baseline fully Bayesian GP.
+
+The baseline kernel is Matérn-5/2 (or RBF) ARD on numeric columns times an overlap kernel on
+categorical columns, with weakly informative priors, on standardized y.
+"""
 
 from __future__ import annotations
 
 import math
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -24,6 +29,20 @@ def lengthscale_prior(dim: int):
     return dist.LogNormal(math.sqrt(2.0) + 0.5 * math.log(max(dim, 1)), math.sqrt(3.0))
 
 
+def gp_cholesky(data: Data, params: dict, kernel) -> jax.Array:
+    """Cholesky factor of kernel(X, X) + (noise + floor) I on the data's real rows (padding exact)."""
+    K = kernel(data.X, data.X, params)
+    K = K + (params["noise"] + NOISE_FLOOR) * jnp.eye(K.shape[0], dtype=K.dtype)
+    return linalg.padded_cholesky(K, data.mask)
+
+
+def gp_likelihood(data: Data, params: dict, kernel) -> None:
+    """Observed site: y ~ N(mean, K + noise I), scored through the Cholesky factor."""
+    L = gp_cholesky(data, params, kernel)
+    numpyro.sample("y", dist.MultivariateNormal(params["mean"] * data.mask, scale_tril=L, validate_args=False),
+                   obs=data.y)
+
+
 def mixed_kernel(X1, X2, params, *, num_idx, cat_idx, base="matern52"):
     """outputscale * k_base(numeric columns) * overlap(categorical columns)."""
     K = params["outputscale"] * jnp.ones((X1.shape[0], X2.shape[0]), X1.dtype)
@@ -34,30 +53,70 @@ def mixed_kernel(X1, X2, params, *, num_idx, cat_idx, base="matern52"):
     return K
 
 
-def gp_model(data: Data, *, num_idx, cat_idx, base="matern52", noise_loc=-4.0, noise_scale=1.0):
-    """GP generative model: hyperparameter priors, then y ~ N(mean, K + noise I) via its Cholesky factor."""
-    dim = len(num_idx) + len(cat_idx)
+def gp_priors(n_num: int, n_cat: int, noise_loc=-4.0, noise_scale=1.0) -> dict:
+    """Priors of the baseline GP: ARD lengthscales, outputscale, noise variance, constant mean."""
+    dim = n_num + n_cat
     params = {}
-    if len(num_idx):
-        params["lengthscale"] = numpyro.sample(
-            "lengthscale", lengthscale_prior(dim).expand([len(num_idx)]).to_event(1))
-    if len(cat_idx):
-        params["cat_lengthscale"] = numpyro.sample(
-            "cat_lengthscale", lengthscale_prior(dim).expand([len(cat_idx)]).to_event(1))
+    if n_num:
+        params["lengthscale"] = numpyro.sample("lengthscale", lengthscale_prior(dim).expand([n_num]).to_event(1))
+    if n_cat:
+        params["cat_lengthscale"] = numpyro.sample("cat_lengthscale", lengthscale_prior(dim).expand([n_cat]).to_event(1))
     params["outputscale"] = numpyro.sample("outputscale", dist.LogNormal(0.0, 1.0))
-    noise = numpyro.sample("noise", dist.LogNormal(noise_loc, noise_scale))
-    mean = numpyro.sample("mean", dist.Normal(0.0, 1.0))
-    L = _gp_cholesky(data, params, noise, num_idx, cat_idx, base)
-    numpyro.sample("y", dist.MultivariateNormal(mean * data.mask, scale_tril=L, validate_args=False), obs=data.y)
+    params["noise"] = numpyro.sample("noise", dist.LogNormal(noise_loc, noise_scale))
+    params["mean"] = numpyro.sample("mean", dist.Normal(0.0, 1.0))
+    return params
 
 
-def _gp_cholesky(data, params, noise, num_idx, cat_idx, base):
-    K = mixed_kernel(data.X, data.X, params, num_idx=num_idx, cat_idx=cat_idx, base=base)
-    K = K + (noise + NOISE_FLOOR) * jnp.eye(K.shape[0], dtype=K.dtype)
-    return linalg.padded_cholesky(K, data.mask)
+def gp_model(data: Data, *, num_idx, cat_idx, base="matern52", noise_loc=-4.0, noise_scale=1.0):
+    """Baseline GP generative model: hyperparameter priors, then the exact GP likelihood of y."""
+    params = gp_priors(len(num_idx), len(cat_idx), noise_loc, noise_scale)
+    gp_likelihood(data, params, partial(mixed_kernel, num_idx=num_idx, cat_idx=cat_idx, base=base))
 
 
-class GP(Surrogate):
+class ExactGP(Surrogate):
+    """A GP surrogate given by `sample_hyperparameters` (priors) and `kernel`; the rest is shared.
+
+    Subclasses return a dict from `sample_hyperparameters` that holds at least ``noise`` and ``mean``
+    and whatever their `kernel(X1, X2, params)` and `kernel_diag(X, params)` read.
+    """
+
+    def sample_hyperparameters(self) -> dict:
+        raise NotImplementedError
+
+    def kernel(self, X1, X2, params):
+        raise NotImplementedError
+
+    def kernel_diag(self, X, params):
+        """Prior variance k(x, x) at each row (override when cheaper than the full kernel)."""
+        return jax.vmap(lambda x: self.kernel(x[None], x[None], params)[0, 0])(X)
+
+    def model(self, data: Data) -> None:
+        gp_likelihood(data, self.sample_hyperparameters(), self.kernel)
+
+    def prepare(self, samples, data):
+        def one(s):
+            L = gp_cholesky(data, s, self.kernel)
+            alpha, Kinv = linalg.precision_terms(L, data.y - s["mean"] * data.mask)
+            return {"alpha": alpha, "Kinv": Kinv}
+        return samples, data, jax.vmap(one)(samples)
+
+    def predict_prepared(self, cache, Xq):
+        samples, data, pre = cache
+
+        def one(s, p):
+            Kxq = self.kernel(data.X, Xq, s) * data.mask[:, None]
+            m, v = linalg.latent_posterior(p["alpha"], p["Kinv"], Kxq, self.kernel_diag(Xq, s))
+            return s["mean"] + m, v
+
+        mean, var = jax.vmap(one)(samples, pre)
+        return data.y_mean + data.y_std * mean, data.y_std**2 * var
+
+    def log_likelihood(self, sample, data):
+        L = gp_cholesky(data, sample, self.kernel)
+        return linalg.chain_rule_loglik(data.y, sample["mean"] * data.mask, L) - jnp.log(data.y_std) * data.mask
+
+
+class GP(ExactGP):
     """The baseline surrogate: a GP whose hyperparameters are all sampled by NUTS.
 
     Sites: ``lengthscale`` [numeric dims], ``cat_lengthscale`` [categorical dims], ``outputscale``,
@@ -71,39 +130,22 @@ class GP(Surrogate):
         super().__init__(space)
         if kernel not in STATIONARY:
             raise ValueError(f"kernel must be one of {sorted(STATIONARY)}, got {kernel!r}")
-        self.kernel = kernel
+        self.base_kernel = kernel
         self.noise_prior = tuple(noise_prior)
         self.num_idx = np.flatnonzero(space.kinds != CATEGORICAL)
         self.cat_idx = np.flatnonzero(space.kinds == CATEGORICAL)
-        self._kw = dict(num_idx=self.num_idx, cat_idx=self.cat_idx, base=kernel)
 
     def config_key(self):
-        return (self.kernel, self.noise_prior)
+        return (self.base_kernel, self.noise_prior)
 
-    def model(self, data: Data) -> None:
-        gp_model(data, **self._kw, noise_loc=self.noise_prior[0], noise_scale=self.noise_prior[1])
+    def sample_hyperparameters(self) -> dict:
+        return gp_priors(len(self.num_idx), len(self.cat_idx), *self.noise_prior)
 
-    def _cholesky(self, sample, data):
-        return _gp_cholesky(data, sample, sample["noise"], **self._kw)
+    def kernel(self, X1, X2, params):
+        return mixed_kernel(X1, X2, params, num_idx=self.num_idx, cat_idx=self.cat_idx, base=self.base_kernel)
 
-    def prepare(self, samples, data):
-        def one(s):
-            L = self._cholesky(s, data)
-            alpha, Kinv = linalg.precision_terms(L, data.y - s["mean"] * data.mask)
-            return {"alpha": alpha, "Kinv": Kinv}
-        return samples, data, jax.vmap(one)(samples)
-
-    def predict_prepared(self, cache, Xq):
-        samples, data, pre = cache
-
-        def one(s, p):
-            Kxq = mixed_kernel(data.X, Xq, s, **self._kw) * data.mask[:, None]
-            kqq = s["outputscale"] * jnp.ones(Xq.shape[0], Xq.dtype)
-            m, v = linalg.latent_posterior(p["alpha"], p["Kinv"], Kxq, kqq)
-            return s["mean"] + m, v
-
-        mean, var = jax.vmap(one)(samples, pre)
-        return data.y_mean + data.y_std * mean, data.y_std**2 * var
+    def kernel_diag(self, X, params):
+        return params["outputscale"] * jnp.ones(X.shape[0], X.dtype)
 
     def arviz_dims(self):
         """Dims and coordinates naming each lengthscale after its parameter."""
@@ -111,7 +153,3 @@ class GP(Surrogate):
         dims = {"lengthscale": ["numeric_param"], "cat_lengthscale": ["categorical_param"]}
         coords = {"numeric_param": list(names[self.num_idx]), "categorical_param": list(names[self.cat_idx])}
         return dims, coords
-
-    def log_likelihood(self, sample, data):
-        L = self._cholesky(sample, data)
-        return linalg.chain_rule_loglik(data.y, sample["mean"] * data.mask, L) - jnp.log(data.y_std) * data.mask

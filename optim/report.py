@@ -1,0 +1,221 @@
+"""Tables, paired tests and plots from benchmark records, and BENCHMARKS.md blocks regenerated from them.
+
+BENCHMARKS.md holds blocks like::
+
+    <!-- treezoo-bench: regret benchmarks/results/foundation.jsonl --at 20 50 -->
+    ...table...
+    <!-- /treezoo-bench -->
+
+`treezoo-bench render BENCHMARKS.md` rewrites every block from the JSON it names, and
+`treezoo-bench render --check BENCHMARKS.md` fails if the document and the data have drifted apart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+
+import numpy as np
+from scipy.stats import wilcoxon
+
+
+def load_records(path) -> list[dict]:
+    """JSON lines (one record per run) or a JSON document (timing, compiles)."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        text = f.read()
+    if path.endswith(".jsonl"):
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    return json.loads(text)
+
+
+def best_so_far(values) -> np.ndarray:
+    v = np.array([np.inf if (x is None or not np.isfinite(x)) else x for x in values], dtype=float)
+    return np.minimum.accumulate(v)
+
+
+def regret_trace(record) -> np.ndarray:
+    """Best-so-far regret per evaluation (best value where the optimum is unknown)."""
+    trace = best_so_far(record["values"])
+    return trace - record["optimum"] if record.get("optimum") is not None else trace
+
+
+def _log_regret(x):
+    return np.log10(np.maximum(x, 1e-12))
+
+
+def group(records) -> dict:
+    groups: dict = {}
+    for r in records:
+        if r.get("status") == "ok":
+            groups.setdefault((r["problem"], r["method"]), []).append(r)
+    return groups
+
+
+def summarize(records, at, tol=1e-2) -> list[dict]:
+    """Per (problem, method): quartiles of log10 regret at each budget in `at`, hit rate, timings."""
+    rows = []
+    for (problem, method), recs in sorted(group(records).items()):
+        known = recs[0].get("optimum") is not None
+        row = {"problem": problem, "method": method, "seeds": len(recs), "known": known}
+        for b in at:
+            vals = [regret_trace(r)[b - 1] for r in recs if len(r["values"]) >= b]
+            vals = _log_regret(np.array(vals)) if known else np.array(vals)
+            row[b] = np.percentile(vals, [25, 50, 75]) if len(vals) else None
+        final = [regret_trace(r)[-1] for r in recs]
+        row["hits"] = (sum(f < tol for f in final), len(final)) if known else None
+        iters = [(f, a) for r in recs for f, a, s in zip(r["fit_seconds"], r["acq_seconds"], r["sources"])
+                 if s not in ("init",)]
+        row["fit_s"] = float(np.median([f for f, _ in iters])) if iters else 0.0  # median: compiles aside
+        row["acq_s"] = float(np.median([a for _, a in iters])) if iters else 0.0
+        row["run_s"] = float(np.median([r["seconds"] for r in recs]))
+        rows.append(row)
+    return rows
+
+
+def regret_table(records, at) -> str:
+    head = (["problem", "method", "seeds"] + [f"log10 regret @{b}: median [q25, q75]" for b in at]
+            + [f"within 1e-2 @ end", "s/iter fit (median)", "s/iter acq (median)", "s/run (median)"])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in summarize(records, at):
+        cells = [r["problem"], r["method"], str(r["seeds"])]
+        for b in at:
+            q = r[b]
+            cells.append("n/a" if q is None else f"{q[1]:.2f} [{q[0]:.2f}, {q[2]:.2f}]")
+        hits = "n/a" if r["hits"] is None else f"{r['hits'][0]}/{r['hits'][1]}"
+        cells += [hits, f"{r['fit_s']:.2f}", f"{r['acq_s']:.2f}", f"{r['run_s']:.0f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def paired_tests(records, reference: str, at: int, alpha: float = 0.05) -> list[dict]:
+    """Two-sided paired Wilcoxon signed-rank test of each method against `reference` at budget `at`.
+
+    Pairs are seeds; a method wins (loses) when p < alpha and its median regret is lower (higher).
+    With 5 seeds the smallest attainable two-sided p is 1/16, so at alpha = 0.05 at least 6 seeds
+    are needed for any verdict other than a tie.
+    """
+    groups = group(records)
+    out = []
+    for (problem, method), recs in sorted(groups.items()):
+        if method == reference or (problem, reference) not in groups:
+            continue
+        ref = {r["seed"]: regret_trace(r)[at - 1] for r in groups[(problem, reference)] if len(r["values"]) >= at}
+        mine = {r["seed"]: regret_trace(r)[at - 1] for r in recs if len(r["values"]) >= at}
+        seeds = sorted(set(ref) & set(mine))
+        a, b = np.array([mine[s] for s in seeds]), np.array([ref[s] for s in seeds])
+        if len(seeds) == 0:
+            continue
+        p = 1.0 if np.allclose(a, b) else float(wilcoxon(a, b).pvalue)
+        verdict = "tie" if p >= alpha else ("win" if np.median(a) < np.median(b) else "loss")
+        out.append({"problem": problem, "method": method, "pairs": len(seeds), "p": p, "verdict": verdict})
+    return out
+
+
+def wilcoxon_table(records, reference, at, alpha=0.05) -> str:
+    tests = paired_tests(records, reference, at, alpha)
+    lines = [f"| problem | method vs {reference} @{at} | seeds | p (two-sided Wilcoxon) | verdict |",
+             "|---|---|---|---|---|"]
+    for t in tests:
+        lines.append(f"| {t['problem']} | {t['method']} | {t['pairs']} | {t['p']:.3f} | {t['verdict']} |")
+    totals = {m: [0, 0, 0] for m in sorted({t["method"] for t in tests})}
+    for t in tests:
+        totals[t["method"]][["win", "tie", "loss"].index(t["verdict"])] += 1
+    lines.append("")
+    lines.append("W/T/L per method: " + ", ".join(f"{m} {w}/{t}/{lo}" for m, (w, t, lo) in totals.items()))
+    return "\n".join(lines)
+
+
+def timing_table(rows) -> str:
+    lines = ["| n | d | fit s/iter (warm start) | acquisition s/iter | total s/iter | "
+             "first iteration: cold fit + acq (compiling) |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['n']} | {r['dim']} | {r['fit_s']:.2f} | {r['acq_s']:.2f} | {r['fit_s'] + r['acq_s']:.2f} | "
+                     f"{r['cold_fit_s']:.1f} + {r['cold_acq_s']:.1f} |")
+    return "\n".join(lines)
+
+
+def compiles_table(d) -> str:
+    return "\n".join([
+        "| problem | BO iterations | n at start → end | XLA compilations, whole run | during BO iterations "
+        "| iterations that compiled | wall time |",
+        "|---|---|---|---|---|---|---|",
+        f"| {d['problem']} | {d['iterations']} | {d['n_init']} → {d['n_init'] + d['iterations']} | {d['total']} "
+        f"| {d['during_bo']} | {', '.join(map(str, d['compiled_at']))} | {d['seconds']:.0f} s |"])
+
+
+def plot_regret(records, problem: str, path: str) -> str:
+    """Median best-so-far log10 regret vs evaluations with a quartile band, one colour per method."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    groups = {m: recs for (p, m), recs in sorted(group(records).items()) if p == problem}
+    for i, (method, recs) in enumerate(groups.items()):
+        n = min(len(r["values"]) for r in recs)
+        traces = np.array([regret_trace(r)[:n] for r in recs])
+        known = recs[0].get("optimum") is not None
+        y = _log_regret(traces) if known else traces
+        q25, med, q75 = np.percentile(y, [25, 50, 75], axis=0)
+        x = np.arange(1, n + 1)
+        colour = plt.cm.tab10(i % 10)
+        ax.plot(x, med, color=colour, label=f"{method} ({len(recs)} seeds)")
+        ax.fill_between(x, q25, q75, color=colour, alpha=0.2)
+    ax.set_xlabel("evaluations")
+    ax.set_ylabel("log10 regret (median, quartile band)")
+    ax.set_title(problem)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+_BLOCK = re.compile(r"(<!-- treezoo-bench: (?P<args>.*?) -->\n)(?P<body>.*?)(<!-- /treezoo-bench -->)", re.S)
+
+
+def render_block(args: str, base_dir: str) -> str:
+    """The text of one block: `regret FILE --at B..`, `wilcoxon FILE --reference M --at B`,
+    `timing FILE`, `compiles FILE`."""
+    argv = shlex.split(args)
+    kind, path = argv[0], os.path.join(base_dir, argv[1])
+    opts = {}
+    key = None
+    for a in argv[2:]:
+        if a.startswith("--"):
+            key = a[2:]
+            opts[key] = []
+        else:
+            opts[key].append(a)
+    data = load_records(path)
+    if not data:
+        raise FileNotFoundError(f"no results in {path}")
+    if kind == "regret":
+        return regret_table(data, [int(b) for b in opts.get("at", ["20", "50"])])
+    if kind == "wilcoxon":
+        return wilcoxon_table(data, opts["reference"][0], int(opts["at"][0]))
+    if kind == "timing":
+        return timing_table(data)
+    if kind == "compiles":
+        return compiles_table(data)
+    raise ValueError(f"unknown block kind {kind!r}")
+
+
+def render(markdown_path: str, check: bool = False) -> bool:
+    """Rewrite every treezoo-bench block of the document; with check=True only report drift."""
+    with open(markdown_path) as f:
+        text = f.read()
+    base = os.path.dirname(os.path.abspath(markdown_path))
+    new = _BLOCK.sub(lambda m: m.group(1) + render_block(m.group("args"), base) + "\n" + m.group(4), text)
+    if check:
+        return new == text
+    with open(markdown_path, "w") as f:
+        f.write(new)
+    return True

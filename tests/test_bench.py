@@ -1,0 +1,107 @@
+"""treezoo-bench with tiny budgets: shared initial design, resume, skipped peers, crashes, tables, plots, render."""
+
+import json
+
+import pytest
+
+from optim import bench, report
+from optim.peers import PEERS, Peer
+from optim.problems import PROBLEMS
+from optim.problems.synthetic import exp2d
+
+
+def _run(tmp_path, methods, problems=("exp2d",), seeds=2, budget=5, n_init=3, name="r.jsonl"):
+    out = tmp_path / name
+    argv = ["run", "--problems", *problems, "--methods", *methods, "--seeds", str(seeds), "--budget", str(budget),
+            "--n-init", str(n_init), "--out", str(out)]
+    assert bench.main(argv) == 0
+    return out, [json.loads(line) for line in out.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("peer", ["optuna_tpe", "hyperopt_tpe", "smac_rf", "botorch_gp"])
+def test_peers_start_from_the_same_initial_design_on_a_conditional_space(tmp_path, peer):
+    if PEERS[peer].missing():
+        pytest.skip(f"{peer} not installed")
+    _, records = _run(tmp_path, ["random", peer], problems=("jenatton_small",), seeds=1, budget=7, n_init=4)
+    by = {r["method"]: r for r in records}
+    assert by[peer]["status"] == "ok", by[peer].get("error")
+    assert by[peer]["configs"][:4] == by["random"]["configs"][:4]
+    assert by[peer]["sources"][:4] == ["init"] * 4 and len(by[peer]["values"]) == 7
+    space = PROBLEMS["jenatton_small"]().space
+    for c in by[peer]["configs"]:
+        space.validate(c)
+
+
+def test_resume_skips_finished_cells(tmp_path, capsys):
+    out, records = _run(tmp_path, ["random"])
+    assert len(records) == 2
+    _run(tmp_path, ["random"], seeds=3)
+    assert "2 already in" in capsys.readouterr().out
+    assert sorted(json.loads(line)["seed"] for line in out.read_text().splitlines()) == [0, 1, 2]
+
+
+def test_missing_peer_is_skipped_with_one_line(tmp_path, capsys, monkeypatch):
+    class Ghost(Peer):
+        name = "ghost"
+        requires = ("no_such_package_treezoo",)
+    monkeypatch.setitem(PEERS, "ghost", Ghost())
+    _, records = _run(tmp_path, ["ghost", "random"])
+    assert "skipping ghost: no_such_package_treezoo not installed" in capsys.readouterr().out
+    assert {r["method"] for r in records} == {"random"}
+
+
+def test_crashes_are_recorded_and_do_not_stop_other_runs(tmp_path, monkeypatch):
+    def broken(noise_std=0.0, seed=0):
+        p = exp2d(noise_std, seed)
+        if seed == 1:
+            p.fn = lambda c: 1 / 0  # every evaluation of this run fails
+        return p
+
+    class Exploding(Peer):
+        name = "exploding"
+
+        def run(self, problem, budget, seed, initial):
+            raise RuntimeError("peer blew up")
+    monkeypatch.setitem(PROBLEMS, "broken", broken)
+    monkeypatch.setitem(PEERS, "exploding", Exploding())
+    _, records = _run(tmp_path, ["exploding", "random"], problems=("broken",))
+    by = {(r["method"], r["seed"]): r for r in records}
+    assert by[("exploding", 0)]["status"] == "crashed" and "blew up" in by[("exploding", 0)]["error"]
+    assert by[("random", 1)]["status"] == "ok" and set(by[("random", 1)]["eval_status"]) == {"error"}
+    assert set(by[("random", 0)]["eval_status"]) == {"ok"}
+
+
+def test_table_wilcoxon_and_plot(tmp_path, capsys):
+    out, _ = _run(tmp_path, ["random", "optuna_tpe"], seeds=6, budget=6)
+    plots = tmp_path / "plots"
+    assert bench.main(["table", str(out), "--at", "3", "6", "--reference", "random", "--plots", str(plots)]) == 0
+    text = capsys.readouterr().out
+    assert "| exp2d | optuna_tpe | 6 |" in text and "W/T/L per method: optuna_tpe" in text
+    assert (plots / "regret_exp2d.png").stat().st_size > 5000
+
+
+def test_paired_wilcoxon_verdicts():
+    def rec(method, seed, final):
+        return {"status": "ok", "problem": "p", "method": method, "seed": seed, "optimum": 0.0,
+                "values": [10.0, final], "fit_seconds": [0, 0], "acq_seconds": [0, 0], "sources": ["init", "bo"]}
+    records = [rec("ref", s, 1.0 + s) for s in range(8)] + [rec("good", s, 0.1 * (s + 1)) for s in range(8)]
+    records += [rec("same", s, 1.0 + s) for s in range(8)]
+    verdicts = {t["method"]: t["verdict"] for t in report.paired_tests(records, "ref", 2)}
+    assert verdicts == {"good": "win", "same": "tie"}
+
+
+def test_render_regenerates_blocks_and_check_detects_drift(tmp_path):
+    out, _ = _run(tmp_path, ["random"])
+    doc = tmp_path / "B.md"
+    doc.write_text(f"# x\n<!-- treezoo-bench: regret {out.name} --at 3 5 -->\nstale\n<!-- /treezoo-bench -->\n")
+    assert bench.main(["render", str(doc), "--check"]) == 1
+    assert bench.main(["render", str(doc)]) == 0
+    assert "| exp2d | random | 2 |" in doc.read_text()
+    assert bench.main(["render", str(doc), "--check"]) == 0
+
+
+def test_benchmarks_document_matches_its_results():
+    """BENCHMARKS.md's tables are exactly what its committed raw results regenerate."""
+    from pathlib import Path
+    doc = Path(__file__).resolve().parent.parent / "BENCHMARKS.md"
+    assert report.render(str(doc), check=True), "run: treezoo-bench render BENCHMARKS.md"
