@@ -109,8 +109,11 @@ def cmd_run(args) -> int:
               f"{rec['seconds']:.1f} s", flush=True)
 
     if args.jobs > 1 and todo:
-        # one XLA thread per worker: several multi-threaded JAX processes on few cores thrash badly
+        # one thread per worker (XLA, and OpenMP for torch): several multi-threaded processes on few
+        # cores thrash badly
         os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        os.environ.setdefault("MKL_NUM_THREADS", "1")
         with ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn")) as pool:
             for rec in pool.map(run_cell, *zip(*todo)):
                 write(rec)

@@ -76,6 +76,10 @@ def summarize(records, at, tol=1e-2) -> list[dict]:
     return rows
 
 
+def _seconds(s: float) -> str:
+    return "0" if s == 0 else ("<0.01" if s < 0.01 else f"{s:.2f}")
+
+
 def regret_table(records, at) -> str:
     head = (["problem", "method", "seeds"] + [f"log10 regret @{b}: median [q25, q75]" for b in at]
             + [f"within 1e-2 @ end", "s/iter fit (median)", "s/iter acq (median)", "s/run (median)"])
@@ -86,7 +90,7 @@ def regret_table(records, at) -> str:
             q = r[b]
             cells.append("n/a" if q is None else f"{q[1]:.2f} [{q[0]:.2f}, {q[2]:.2f}]")
         hits = "n/a" if r["hits"] is None else f"{r['hits'][0]}/{r['hits'][1]}"
-        cells += [hits, f"{r['fit_s']:.2f}", f"{r['acq_s']:.2f}", f"{r['run_s']:.0f}"]
+        cells += [hits, _seconds(r["fit_s"]), _seconds(r["acq_s"]), f"{r['run_s']:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -182,10 +186,10 @@ _BLOCK = re.compile(r"(<!-- treezoo-bench: (?P<args>.*?) -->\n)(?P<body>.*?)(<!-
 
 
 def render_block(args: str, base_dir: str) -> str:
-    """The text of one block: `regret FILE --at B..`, `wilcoxon FILE --reference M --at B`,
-    `timing FILE`, `compiles FILE`."""
+    """The text of one block: `regret FILES --at B..`, `wilcoxon FILES --reference M --at B`,
+    `timing FILE`, `compiles FILE`; FILES is a comma-separated list of results files."""
     argv = shlex.split(args)
-    kind, path = argv[0], os.path.join(base_dir, argv[1])
+    kind, paths = argv[0], [os.path.join(base_dir, p) for p in argv[1].split(",")]
     opts = {}
     key = None
     for a in argv[2:]:
@@ -194,9 +198,9 @@ def render_block(args: str, base_dir: str) -> str:
             opts[key] = []
         else:
             opts[key].append(a)
-    data = load_records(path)
+    data = [r for p in paths for r in load_records(p)] if kind in ("regret", "wilcoxon") else load_records(paths[0])
     if not data:
-        raise FileNotFoundError(f"no results in {path}")
+        raise FileNotFoundError(f"no results in {argv[1]}")
     if kind == "regret":
         return regret_table(data, [int(b) for b in opts.get("at", ["20", "50"])])
     if kind == "wilcoxon":

@@ -59,6 +59,7 @@ class HyperoptTPE(Peer):
     def run(self, problem, budget, seed, initial):
         import numpy as np
         from hyperopt import STATUS_FAIL, STATUS_OK, Trials, fmin, hp, tpe
+        from hyperopt.fmin import generate_trial
 
         space = problem.space
         history, watch = [], Stopwatch()
@@ -72,7 +73,18 @@ class HyperoptTPE(Peer):
             watch.lap()
             return {"loss": value, "status": STATUS_OK} if status == "ok" else {"status": STATUS_FAIL}
 
+        # The initial design as queued trials. hyperopt's own points_to_evaluate omits the labels a
+        # point leaves inactive, which breaks TPE on nested choices: give them empty value lists.
+        trials = Trials()
+        docs = []
+        for tid, config in enumerate(initial):
+            doc = generate_trial(tid, _as_point(config, space))
+            for label in space.names:
+                doc["misc"]["idxs"].setdefault(label, [])
+                doc["misc"]["vals"].setdefault(label, [])
+            docs.append(doc)
+        trials.insert_trial_docs(docs)
+        trials.refresh()
         fmin(objective, _hp_space(space.root, hp), algo=partial(tpe.suggest, n_startup_jobs=len(initial)),
-             max_evals=budget, trials=Trials(), rstate=np.random.default_rng(seed),
-             points_to_evaluate=[_as_point(c, space) for c in initial], show_progressbar=False)
+             max_evals=budget, trials=trials, rstate=np.random.default_rng(seed), show_progressbar=False)
         return history

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import tempfile
+from pathlib import Path
 
 from optim.peers.base import Peer, Stopwatch, evaluate, record
 from zoo.space import CATEGORICAL, INTEGER
@@ -51,13 +53,17 @@ class SMACRandomForest(Peer):
     requires = ("smac", "ConfigSpace")
 
     def run(self, problem, budget, seed, initial):
+        with tempfile.TemporaryDirectory(prefix="treezoo-smac-") as out:
+            return self._run(problem, budget, seed, initial, Path(out))
+
+    def _run(self, problem, budget, seed, initial, out):
         from ConfigSpace import Configuration
         from smac import HyperparameterOptimizationFacade as HPO, Scenario
         from smac.runhistory.dataclasses import TrialValue
 
         space = problem.space
         cs = config_space(space, seed)
-        scenario = Scenario(cs, deterministic=True, n_trials=budget, seed=seed, output_directory=None)
+        scenario = Scenario(cs, deterministic=True, n_trials=budget, seed=seed, output_directory=out)
         init = [Configuration(cs, values={k: (str(v) if space.columns[space.col[k]].kind == CATEGORICAL else v)
                                           for k, v in c.items()}) for c in initial]
         design = HPO.get_initial_design(scenario, n_configs=0, additional_configs=init)
