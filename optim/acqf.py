@@ -31,6 +31,22 @@ def _value_and_grad(surrogate, acquisition):
     return jax.jit(vg)
 
 
+def evaluate_in_chunks(fn, X, batch: int, counter: int = 0):
+    """Apply fn (rows [batch, D] -> (values [batch], grads [batch, D])) to X in fixed-size chunks,
+    padding the last one, so the jitted fn sees a single shape; returns values, grads, counter + calls."""
+    n = X.shape[0]
+    vals, grads = np.empty(n), np.empty_like(X)
+    for start in range(0, n, batch):
+        chunk = X[start:start + batch]
+        m = chunk.shape[0]
+        if m < batch:
+            chunk = np.concatenate([chunk, np.repeat(chunk[-1:], batch - m, axis=0)])
+        v, g = fn(chunk)
+        vals[start:start + m], grads[start:start + m] = np.asarray(v)[:m], np.asarray(g)[:m]
+        counter += 1
+    return vals, grads, counter
+
+
 class AcquisitionFunction:
     """Integrated acquisition of one posterior: call on encoded rows [B, D] -> (values [B], grads [B, D])."""
 
@@ -48,17 +64,9 @@ class AcquisitionFunction:
     def __call__(self, X, dim: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Values and gradients at rows X [N, D] (evaluated in fixed-size chunks, padded)."""
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-        n, B = X.shape[0], self.batch
         dim = np.float64(X.shape[1] if dim is None else dim)
-        vals, grads = np.empty(n), np.empty_like(X)
-        for start in range(0, n, B):
-            chunk = X[start:start + B]
-            m = chunk.shape[0]
-            if m < B:
-                chunk = np.concatenate([chunk, np.repeat(chunk[-1:], B - m, axis=0)])
-            v, g = self._vg(self.prepared, chunk, *self._args, dim)
-            vals[start:start + m], grads[start:start + m] = np.asarray(v)[:m], np.asarray(g)[:m]
-            self.n_evals += 1
+        vals, grads, self.n_evals = evaluate_in_chunks(
+            lambda chunk: self._vg(self.prepared, chunk, *self._args, dim), X, self.batch, self.n_evals)
         return vals, grads
 
     def values(self, X, dim=None) -> np.ndarray:

@@ -82,7 +82,7 @@ def _seconds(s: float) -> str:
 
 def regret_table(records, at) -> str:
     head = (["problem", "method", "seeds"] + [f"log10 regret @{b}: median [q25, q75]" for b in at]
-            + [f"within 1e-2 @ end", "s/iter fit (median)", "s/iter acq (median)", "s/run (median)"])
+            + ["within 1e-2 @ end", "s/iter fit (median)", "s/iter acq (median)", "s/run (median)"])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in summarize(records, at):
         cells = [r["problem"], r["method"], str(r["seeds"])]

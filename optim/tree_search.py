@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from optim.acqf import AcquisitionFunction, _prepare
+from optim.acqf import AcquisitionFunction, _prepare, evaluate_in_chunks
 from optim.acquisition import UCB
 from optim.lbfgs import LBFGSConfig, optimize_acquisition, optimize_path
 from zoo.space import Path
@@ -69,16 +69,8 @@ class VertexUCB:
 
     def _eval(self, X, weights):
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-        n, B = X.shape[0], self.batch
-        vals, grads = np.empty(n), np.empty_like(X)
-        for start in range(0, n, B):
-            chunk = X[start:start + B]
-            m = chunk.shape[0]
-            if m < B:
-                chunk = np.concatenate([chunk, np.repeat(chunk[-1:], B - m, axis=0)])
-            v, g = self._vg(self._cache, chunk, weights, self.sqrt_beta)
-            vals[start:start + m], grads[start:start + m] = np.asarray(v)[:m], np.asarray(g)[:m]
-            self.n_evals += 1
+        vals, grads, self.n_evals = evaluate_in_chunks(
+            lambda chunk: self._vg(self._cache, chunk, weights, self.sqrt_beta), X, self.batch, self.n_evals)
         return vals, grads
 
 
