@@ -1,4 +1,4 @@
-"""Heavier end-to-end checks, run with `python -m pytest -m slow` (about 6 minutes on 2 cores)."""
+"""Heavier end-to-end checks, run with `python -m pytest -m slow` (about 3 minutes on 2 cores)."""
 
 import pytest
 

@@ -294,17 +294,15 @@ class Space:
     # ----------------------------------------------------------------- validation
     def active_path(self, config: Mapping) -> Path:
         """The path a configuration follows (its decisions must be present and valid)."""
-        node, decisions = self.root, {}
+        node = self.root
         while node.children:
             if node.choice not in config:
                 raise ValueError(f"missing decision {node.choice!r} (choices {list(node.children)!r})")
-            dec = node.decision
+            dec = self.columns[self.col[node.choice]]
             err = dec.check(config[node.choice])
             if err:
                 raise ValueError(f"decision {node.choice!r}: {err}")
-            value = dec.choices[dec.index(config[node.choice])]
-            decisions[node.choice] = value
-            node = node.children[value]
+            node = node.children[dec.choices[dec.index(config[node.choice])]]
         return self._path_by_leaf[node.name]
 
     def validate(self, config: Mapping) -> dict:
@@ -374,7 +372,7 @@ class Space:
                 config[p.name] = p.from_unit(x[self.col[p.name]])
             if not node.children:
                 return config
-            value = node.decision.from_unit(x[self.col[node.choice]])
+            value = self.columns[self.col[node.choice]].from_unit(x[self.col[node.choice]])
             config[node.choice] = value
             node = node.children[value]
 
@@ -408,7 +406,7 @@ class Space:
                 config[p.name] = p.from_uniform(u[self.col[p.name]])
             if not node.children:
                 return config
-            value = node.decision.from_uniform(u[self.col[node.choice]])
+            value = self.columns[self.col[node.choice]].from_uniform(u[self.col[node.choice]])
             config[node.choice] = value
             node = node.children[value]
 
