@@ -14,7 +14,8 @@ import numpy as np
 
 
 @functools.lru_cache(maxsize=64)
-def _prepare(surrogate):
+def compiled_prepare(surrogate):
+    """The surrogate's jitted `prepare` (per-sample caches), one per equal surrogate."""
     return jax.jit(surrogate.prepare)
 
 
@@ -56,7 +57,7 @@ class AcquisitionFunction:
         self.acquisition = acquisition
         self.t = int(t)
         self.batch = int(batch)
-        self.prepared = _prepare(self.surrogate)(posterior.flat_samples(), posterior.data)
+        self.prepared = compiled_prepare(self.surrogate)(posterior.flat_samples(), posterior.data)
         self._vg = _value_and_grad(self.surrogate, acquisition)
         self._args = (np.float64(best), np.float64(t))
         self.n_evals = 0

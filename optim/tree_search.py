@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from optim.acqf import AcquisitionFunction, _prepare, evaluate_in_chunks
+from optim.acqf import AcquisitionFunction, compiled_prepare, evaluate_in_chunks
 from optim.acquisition import UCB
 from optim.lbfgs import LBFGSConfig, optimize_acquisition, optimize_path
 from zoo.space import Path
@@ -42,7 +42,7 @@ class VertexUCB:
     def __init__(self, posterior, t: int, dims, beta=None, batch: int = 32, cache=None):
         self.surrogate = posterior.surrogate
         self.batch = batch
-        self._cache = cache if cache is not None else _prepare(self.surrogate)(posterior.flat_samples(), posterior.data)
+        self._cache = cache if cache is not None else compiled_prepare(self.surrogate)(posterior.flat_samples(), posterior.data)
         self._vg = _vertex_ucb_vg(self.surrogate)
         dims = np.asarray(dims, dtype=np.float64)
         betas = np.full(len(dims), beta) if beta is not None else 0.2 * dims * np.log(2.0 * max(t, 1))
@@ -54,24 +54,28 @@ class VertexUCB:
         weights[v] = 1.0
         return self.weighted(weights)
 
-    def weighted(self, weights):
+    def weighted(self, weights) -> "WeightedUCB":
         """sum_v weights[v] * (integrated UCB of vertex v), with the AcquisitionFunction call interface."""
-        weights = np.asarray(weights, dtype=np.float64)
-        outer = self
-
-        class _One:
-            def __call__(self, X, dim=None):
-                return outer._eval(X, weights)
-
-            def values(self, X, dim=None):
-                return outer._eval(X, weights)[0]
-        return _One()
+        return WeightedUCB(self, np.asarray(weights, dtype=np.float64))
 
     def _eval(self, X, weights):
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
         vals, grads, self.n_evals = evaluate_in_chunks(
             lambda chunk: self._vg(self._cache, chunk, weights, self.sqrt_beta), X, self.batch, self.n_evals)
         return vals, grads
+
+
+class WeightedUCB:
+    """A fixed weighting of a VertexUCB's per-vertex terms: call on rows -> (values, grads)."""
+
+    def __init__(self, ucb: VertexUCB, weights: np.ndarray):
+        self.ucb, self.weights = ucb, weights
+
+    def __call__(self, X, dim=None):
+        return self.ucb._eval(X, self.weights)
+
+    def values(self, X, dim=None):
+        return self.ucb._eval(X, self.weights)[0]
 
 
 def vertex_path(space, surrogate, v: int) -> Path:
