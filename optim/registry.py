@@ -9,11 +9,15 @@ from optim.tree_search import tree_optimizer
 from zoo.addtree import AddTree
 from zoo.base import Surrogate
 from zoo.gp import GP
+from zoo.jenatton import Jenatton
 from zoo.space import Space
 
 RANDOM = "random"  # random search: no model
 
-SURROGATES: dict[str, Callable[[Space], Surrogate]] = {"gp": GP, "addtree": AddTree}
+SURROGATES: dict[str, Callable[[Space], Surrogate]] = {
+    "gp": GP, "addtree": AddTree, "jenatton": Jenatton,
+    "independent": lambda space: Jenatton(space, shared=False),  # independent leaf GPs (c fixed at 0)
+}
 OPTIMIZERS: dict[str, Callable] = {"flat": optimize_acquisition, "tree": tree_optimizer}
 
 

@@ -1,0 +1,199 @@
+"""Jenatton et al.'s semi-parametric tree GP (ICML 2017, paper 001, Section 2).
+
+Each leaf p has its own GP g_p ~ GP(b_p, K_p) on the leaf's parameters; each inner node v on the path
+adds a random linear function c_v' r_v of its features (an intercept and its own numeric parameters,
+the shared variables; Section 2.4), with c ~ N(0, sigma_c^2 I):
+    y_i = g_{p_i}(x_i) + z(x_i)' c + eps_i,   eps_i ~ N(0, sigma^2)                        (Eq. 1)
+The joint density factorizes as p(theta) p(y | theta) p(c | y, theta). NUTS scores y with c
+integrated out through Eq. 3:
+    log P(y) = log N(y; Z'c + b, M) + log N(c; 0, Sigma_c) - log N(c; Lambda_c^-1 f_c, Lambda_c^-1)
+with M = K_block + sigma^2 I (block diagonal over leaves), Lambda_c = Sigma_c^-1 + Z M^-1 Z' and
+f_c = Z M^-1 (y - b) (Section 2.2), and samples the explicit site c from its closed-form conditional.
+Independent GPs are the same model with c fixed at 0 (`shared=False`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+from jax.scipy.linalg import cho_solve
+
+from zoo import linalg
+from zoo.base import Surrogate
+from zoo.data import Data
+from zoo.gp import NOISE_FLOOR, lengthscale_prior
+from zoo.kernels import matern52
+from zoo.space import CATEGORICAL, Space
+
+
+class Jenatton(Surrogate):
+    """Semi-parametric tree GP. Sites: ``lengthscale`` [leaf numeric params], ``leaf_variance`` [P],
+    ``offset`` [P] (b_p), ``sigma_c``, ``noise`` and ``c`` [d] (absent when shared=False)."""
+
+    name = "jenatton"
+    structure = "tree"
+
+    def __init__(self, space: Space, shared: bool = True, noise_prior=(-4.0, 1.0)):
+        super().__init__(space)
+        if (space.kinds == CATEGORICAL).sum() != len(space.decision_names):
+            raise ValueError("Jenatton's model here handles numeric parameters only (plus decisions)")
+        self.shared, self.noise_prior = bool(shared), tuple(noise_prior)
+        self.leaves = []  # (numeric cols of the leaf, route cols, route category indices)
+        for path in space.paths:
+            leaf = space.nodes[path.leaf]
+            route = [(space.col[d], space.columns[space.col[d]].index(v)) for d, v in path.decisions.items()]
+            self.leaves.append((np.array([space.col[p.name] for p in leaf.params], dtype=np.int64),
+                                np.array([c for c, _ in route], dtype=np.int64),
+                                np.array([i for _, i in route], dtype=np.float64)))
+        self.features = []  # per inner node: (name, route cols, route idx, own numeric cols)
+        for name, node in space.nodes.items():
+            if node.children:
+                path = next(p for p in space.paths if name in p.nodes)
+                k = path.nodes.index(name)
+                route = [(space.col[space.nodes[a].choice],
+                          space.columns[space.col[space.nodes[a].choice]].index(path.decisions[space.nodes[a].choice]))
+                         for a in path.nodes[:k]]
+                self.features.append((name, np.array([c for c, _ in route], dtype=np.int64),
+                                      np.array([i for _, i in route], dtype=np.float64),
+                                      np.array([space.col[p.name] for p in node.params], dtype=np.int64)))
+        self.leaf_cols = np.concatenate([leaf[0] for leaf in self.leaves])
+        self.n_features = sum(1 + len(f[3]) for f in self.features)
+
+    def config_key(self):
+        return (self.shared, self.noise_prior)
+
+    # --- structure helpers (jittable) -------------------------------------------------------
+    @staticmethod
+    def _on_route(X, cols, idx):
+        return jnp.all(X[:, cols] == idx, axis=1) if len(cols) else jnp.ones(X.shape[0], bool)
+
+    def leaf_onehot(self, X):
+        """[N, P] indicator of each row's leaf."""
+        return jnp.stack([self._on_route(X, cols, idx) for _, cols, idx in self.leaves], 1).astype(X.dtype)
+
+    def feature_matrix(self, X):
+        """[N, d] rows z(x): for each inner node on x's path, an intercept and its numeric parameters."""
+        blocks = []
+        for _, cols, idx, own in self.features:
+            on = self._on_route(X, cols, idx).astype(X.dtype)[:, None]
+            blocks.append(on * jnp.concatenate([jnp.ones((X.shape[0], 1), X.dtype), X[:, own]], axis=1))
+        return jnp.concatenate(blocks, axis=1)
+
+    def block_kernel(self, X1, X2, params):
+        """K_block: leaf kernels on rows of the same leaf, 0 across leaves."""
+        O1, O2 = self.leaf_onehot(X1), self.leaf_onehot(X2)
+        K, i = jnp.zeros((X1.shape[0], X2.shape[0]), X1.dtype), 0
+        for p, (cols, _, _) in enumerate(self.leaves):
+            k = params["leaf_variance"][p] * O1[:, p][:, None] * O2[:, p][None, :]
+            if len(cols):
+                k = k * matern52(X1[:, cols], X2[:, cols], params["lengthscale"][i:i + len(cols)])
+                i += len(cols)
+            K = K + k
+        return K
+
+    # --- model ------------------------------------------------------------------------------
+    def sample_hyperparameters(self) -> dict:
+        P = len(self.leaves)
+        locs = np.concatenate([np.full(len(c), math.sqrt(2.0) + 0.5 * math.log(max(len(c), 1)))
+                               for c, _, _ in self.leaves]) if len(self.leaf_cols) else np.zeros(0)
+        params = {}
+        if len(self.leaf_cols):
+            params["lengthscale"] = numpyro.sample("lengthscale", dist.LogNormal(locs, math.sqrt(3.0)).to_event(1))
+        params["leaf_variance"] = numpyro.sample("leaf_variance", dist.LogNormal(0.0, 1.0).expand([P]).to_event(1))
+        params["offset"] = numpyro.sample("offset", dist.Normal(0.0, 1.0).expand([P]).to_event(1))
+        params["noise"] = numpyro.sample("noise", dist.LogNormal(*self.noise_prior))
+        if self.shared:
+            params["sigma_c"] = numpyro.sample("sigma_c", dist.LogNormal(-1.0, 1.0))
+        return params
+
+    def _terms(self, data: Data, params):
+        """Cholesky of M (padded), Z [n, d], b [n], and (Lambda_c Cholesky, posterior mean of c)."""
+        K = self.block_kernel(data.X, data.X, params)
+        K = K + (params["noise"] + NOISE_FLOOR) * jnp.eye(K.shape[0], dtype=K.dtype)
+        L = linalg.padded_cholesky(K, data.mask)
+        b = self.leaf_onehot(data.X) @ params["offset"] * data.mask
+        Z = self.feature_matrix(data.X) * data.mask[:, None]
+        if not self.shared:
+            return L, Z, b, None, None
+        MinvZ = cho_solve((L, True), Z)  # M^-1 Z'
+        Lam = jnp.eye(Z.shape[1]) / params["sigma_c"] ** 2 + Z.T @ MinvZ  # Lambda_c (Section 2.2)
+        L_lam = jnp.linalg.cholesky(Lam)
+        f_c = MinvZ.T @ (data.y - b)
+        return L, Z, b, L_lam, cho_solve((L_lam, True), f_c)
+
+    def model(self, data: Data) -> None:
+        params = self.sample_hyperparameters()
+        L, Z, b, L_lam, c_mean = self._terms(data, params)
+        if not self.shared:
+            numpyro.sample("y", dist.MultivariateNormal(b, scale_tril=L, validate_args=False), obs=data.y)
+            return
+        # c | y, theta ~ N(Lambda^-1 f_c, Lambda^-1): the explicit weight site
+        Lam = L_lam @ L_lam.T
+        numpyro.sample("c", dist.MultivariateNormal(c_mean, precision_matrix=Lam, validate_args=False))
+        numpyro.factor("y_marginal", self.log_marginal(data, params, terms=(L, Z, b, L_lam, c_mean)))
+
+    def log_marginal(self, data, params, terms=None, c=None):
+        """log P(y | theta) by Eq. 3 (any c gives the same value; c = posterior mean is stablest)."""
+        L, Z, b, L_lam, c_mean = terms if terms is not None else self._terms(data, params)
+        if not self.shared:
+            return linalg.gaussian_logpdf(data.y, b, L)
+        c = c_mean if c is None else c
+        lik = linalg.gaussian_logpdf(data.y, Z @ c + b, L)
+        d = Z.shape[1]
+        prior = dist.Normal(0.0, params["sigma_c"]).log_prob(c).sum()
+        w = L_lam.T @ (c - c_mean)  # Lambda^1/2 (c - mean)
+        cond = -0.5 * w @ w + jnp.sum(jnp.log(jnp.diagonal(L_lam))) - 0.5 * d * linalg.LOG_2PI
+        return lik + prior - cond
+
+    # --- predictions ------------------------------------------------------------------------
+    def prepare(self, samples, data):
+        def one(s):
+            L, Z, b, _, _ = self._terms(data, s)
+            c = s["c"] if self.shared else jnp.zeros(Z.shape[1])
+            alpha, Minv = linalg.precision_terms(L, data.y - Z @ c - b)
+            return {"alpha": alpha, "Minv": Minv}
+        return samples, data, jax.vmap(one)(samples)
+
+    def predict_prepared(self, cache, Xq):
+        """Leaf-GP posterior given c (Section 2.2) plus z(x)'c; averaging samples integrates c."""
+        samples, data, pre = cache
+
+        def one(s, p):
+            Kxq = self.block_kernel(data.X, Xq, s) * data.mask[:, None]
+            onehot = self.leaf_onehot(Xq)
+            prior_var = onehot @ s["leaf_variance"]
+            m, v = linalg.latent_posterior(p["alpha"], p["Minv"], Kxq, prior_var)
+            c = s["c"] if self.shared else jnp.zeros(self.n_features)
+            return m + onehot @ s["offset"] + self.feature_matrix(Xq) @ c, v
+
+        mean, var = jax.vmap(one)(samples, pre)
+        return data.y_mean + data.y_std * mean, data.y_std**2 * var
+
+    def dense_covariance(self, data, params):
+        """Z' Sigma_c Z + K_block + sigma^2 I on the real rows (Eq. 4), padding block outside."""
+        K = self.block_kernel(data.X, data.X, params)
+        if self.shared:
+            Z = self.feature_matrix(data.X)
+            K = K + params["sigma_c"] ** 2 * Z @ Z.T
+        # the same effective noise as the fast route: sampled noise + floor + Cholesky jitter
+        return K + (params["noise"] + NOISE_FLOOR + linalg.JITTER) * jnp.eye(K.shape[0], dtype=K.dtype)
+
+    def log_likelihood(self, sample, data):
+        """Pointwise log p(y_i | y_<i, theta) of the marginal (Eq. 4), user units."""
+        L = linalg.padded_cholesky(self.dense_covariance(data, sample), data.mask, jitter=0.0)
+        b = self.leaf_onehot(data.X) @ sample["offset"] * data.mask
+        return linalg.chain_rule_loglik(data.y, b, L) - jnp.log(data.y_std) * data.mask
+
+    def arviz_dims(self):
+        """Dims named after the space: leaf parameters, leaves, and inner-node features of c."""
+        names = np.array(self.space.names)
+        leaves = [p.leaf for p in self.space.paths]
+        features = [f"{name}:{col}" for name, _, _, own in self.features
+                    for col in ["intercept"] + list(names[own])]
+        dims = {"lengthscale": ["leaf_param"], "leaf_variance": ["leaf"], "offset": ["leaf"], "c": ["feature"]}
+        return dims, {"leaf_param": list(names[self.leaf_cols]), "leaf": leaves, "feature": features}
