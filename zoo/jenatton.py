@@ -26,7 +26,7 @@ from jax.scipy.linalg import cho_solve
 from zoo import linalg
 from zoo.base import Surrogate
 from zoo.data import Data
-from zoo.gp import NOISE_FLOOR, lengthscale_prior
+from zoo.gp import NOISE_FLOOR
 from zoo.kernels import matern52
 from zoo.space import CATEGORICAL, Space
 
