@@ -114,7 +114,7 @@ def _runner(surrogate, moves, num_warmup, num_samples, num_chains, thinning, col
                                                 jax.random.split(k, thinning))
             hs, disc = s
             model = handlers.condition(surrogate.model, data=disc)
-            values = {**constrain_fn(model, (data,), {}, hs.z), **disc}
+            values = {**constrain_fn(model, (data,), {}, hs.z, return_deterministic=True), **disc}
             stats = {"lp": -hs.potential_energy, "energy": hs.energy,
                      "step_size": hs.adapt_state.step_size,
                      "diverging": jnp.any(info["diverging"]),

@@ -6,6 +6,7 @@ gradient function then takes a fixed-size batch of rows, so it compiles once per
 
 from __future__ import annotations
 
+import copy
 import functools
 
 import jax
@@ -20,9 +21,11 @@ def compiled_prepare(surrogate):
 
 
 @functools.lru_cache(maxsize=64)
-def _value_and_grad(surrogate, acquisition):
+def _value_and_grad(surrogate, acquisition, moments="predict_prepared"):
+    predict = getattr(surrogate, moments)
+
     def total(X, cache, best, t, dim):
-        mean, var = surrogate.predict_prepared(cache, X)
+        mean, var = predict(cache, X)
         values = acquisition(mean, var, best, t, dim)
         return jnp.sum(values), values
 
@@ -49,18 +52,31 @@ def evaluate_in_chunks(fn, X, batch: int, counter: int = 0):
 
 
 class AcquisitionFunction:
-    """Integrated acquisition of one posterior: call on encoded rows [B, D] -> (values [B], grads [B, D])."""
+    """Integrated acquisition of one posterior: call on encoded rows [B, D] -> (values [B], grads [B, D]).
 
-    def __init__(self, posterior, acquisition, best: float, t: int = 1, batch: int = 32):
+    `moments` names the surrogate method that maps (prepared cache, rows) to per-sample means and
+    variances [S, N]; the default is the predictive of f, and a surrogate may offer others (Jenatton's
+    path-level `path_predict_prepared`, 001 Eq. 6).
+    """
+
+    def __init__(self, posterior, acquisition, best: float, t: int = 1, batch: int = 32,
+                 moments: str = "predict_prepared"):
         self.posterior = posterior
         self.surrogate = posterior.surrogate
         self.acquisition = acquisition
         self.t = int(t)
         self.batch = int(batch)
         self.prepared = compiled_prepare(self.surrogate)(posterior.flat_samples(), posterior.data)
-        self._vg = _value_and_grad(self.surrogate, acquisition)
+        self.moments = moments
+        self._vg = _value_and_grad(self.surrogate, acquisition, moments)
         self._args = (np.float64(best), np.float64(t))
         self.n_evals = 0
+
+    def with_moments(self, moments: str) -> "AcquisitionFunction":
+        """The same acquisition over another of the surrogate's moment functions (cache shared)."""
+        other = copy.copy(self)
+        other.moments, other._vg, other.n_evals = moments, _value_and_grad(self.surrogate, self.acquisition, moments), 0
+        return other
 
     def __call__(self, X, dim: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Values and gradients at rows X [N, D] (evaluated in fixed-size chunks, padded)."""

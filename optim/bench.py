@@ -5,6 +5,7 @@
     treezoo-bench table benchmarks/results/foundation.jsonl --at 20 50 [--reference gp] [--plots DIR]
     treezoo-bench timing --sizes 20 50 100 --out benchmarks/results/timing.json
     treezoo-bench compiles --iterations 100 --out benchmarks/results/compiles.json
+    treezoo-bench regression --problem jenatton_small --sizes 10 20 30 40 --seeds 10
     treezoo-bench render BENCHMARKS.md [--check]
 
 Every method evaluates the same initial design for a given seed first (peers through their own
@@ -46,7 +47,14 @@ def methods_available() -> list[str]:
     return available() + sorted(PEERS)
 
 
-def run_cell(method: str, problem_name: str, seed: int, budget: int, n_init: int, noise: float = 0.0) -> dict:
+def split_method(method: str) -> tuple[str, str | None]:
+    """'addtree:logei' -> ('addtree', 'logei'): a surrogate with a non-default acquisition."""
+    name, _, acquisition = method.partition(":")
+    return name, acquisition or None
+
+
+def run_cell(method: str, problem_name: str, seed: int, budget: int, n_init: int, noise: float = 0.0,
+             design: str = "sobol") -> dict:
     """One run of one method; a JSON-able record with the full trace (a crash is recorded, not raised)."""
     from optim.loop import initial_design, minimize
     from optim.peers import PEERS
@@ -55,15 +63,16 @@ def run_cell(method: str, problem_name: str, seed: int, budget: int, n_init: int
     problem = get_problem(problem_name, noise_std=noise, seed=seed)
     peer = PEERS.get(method)
     record = {"method": method, "problem": problem_name, "seed": seed, "budget": budget, "n_init": n_init,
-              "noise": noise, "optimum": problem.optimum, "date": datetime.date.today().isoformat(),
+              "noise": noise, "design": design, "optimum": problem.optimum, "date": datetime.date.today().isoformat(),
               "versions": _versions(peer.requires if peer else ())}
     t0 = time.perf_counter()
     try:
         if peer is not None:
-            history = peer.run(problem, budget, seed, initial_design(problem.space, n_init, seed))
+            history = peer.run(problem, budget, seed, initial_design(problem.space, n_init, seed, design))
         else:
-            history = minimize(problem, problem.space, surrogate=method, budget=budget, seed=seed,
-                               n_init=n_init).history
+            surrogate, acquisition = split_method(method)
+            history = minimize(problem, problem.space, surrogate=surrogate, budget=budget, seed=seed,
+                               n_init=n_init, acquisition=acquisition, design=design).history
     except Exception as exc:  # one crashing run must not stop the others
         record.update(status="crashed", error=f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - t0)
         return record
@@ -76,7 +85,8 @@ def run_cell(method: str, problem_name: str, seed: int, budget: int, n_init: int
 
 
 def _cell_key(r: dict) -> tuple:
-    return (r["method"], r["problem"], int(r["seed"]), int(r["budget"]), int(r["n_init"]), float(r.get("noise", 0.0)))
+    return (r["method"], r["problem"], int(r["seed"]), int(r["budget"]), int(r["n_init"]), float(r.get("noise", 0.0)),
+            r.get("design", "sobol"))
 
 
 def cmd_run(args) -> int:
@@ -84,7 +94,7 @@ def cmd_run(args) -> int:
 
     methods = []
     for m in args.methods:
-        if m not in methods_available():
+        if split_method(m)[0] not in methods_available():
             print(f"treezoo-bench: unknown method {m!r}; available: {methods_available()}", file=sys.stderr)
             return 2
         missing = PEERS[m].missing() if m in PEERS else []
@@ -93,7 +103,7 @@ def cmd_run(args) -> int:
         else:
             methods.append(m)
     done = {_cell_key(r) for r in report.load_records(args.out) if r.get("status") == "ok"}
-    cells = [(m, p, s, args.budget, args.n_init, args.noise) for p in args.problems for m in methods
+    cells = [(m, p, s, args.budget, args.n_init, args.noise, args.design) for p in args.problems for m in methods
              for s in range(args.seed0, args.seed0 + args.seeds)]
     todo = [c for c in cells if c not in done]
     print(f"treezoo-bench: {len(cells)} cells, {len(cells) - len(todo)} already in {args.out}, running {len(todo)}",
@@ -155,6 +165,47 @@ def timing_at_size(n: int, dim: int = 6, repeats: int = 3, seed: int = 0) -> dic
             "cold_fit_s": fits[0], "cold_acq_s": acqs[0], "date": datetime.date.today().isoformat()}
 
 
+def regression_cell(model: str, problem_name: str, n: int, seed: int, n_test: int = 50, sampler=None) -> dict:
+    """Test MSE of a surrogate's posterior-mean prediction from n random training points (000 Fig. 4):
+    decisions are fair coin flips and parameters uniform (`Space.sample`), test points likewise."""
+    from inference import sample
+    from optim.loop import SamplerSettings
+    from optim.problems import get_problem
+    from optim.registry import make_surrogate
+
+    problem = get_problem(problem_name)
+    space = problem.space
+    rng = np.random.default_rng(np.random.SeedSequence([seed, n, 7]))
+    train, test = space.sample(n, seed=rng), space.sample(n_test, seed=rng)
+    X, y = space.encode(train), np.array([problem(c) for c in train])
+    Xt, yt = space.encode(test), np.array([problem(c) for c in test])
+    s = sampler if sampler is not None else SamplerSettings()
+    t0 = time.perf_counter()
+    post = sample(make_surrogate(model, space), X, y, key=seed, num_warmup=s.cold_warmup,
+                  num_samples=s.num_samples, num_chains=s.num_chains, thinning=s.thinning,
+                  max_tree_depth=s.max_tree_depth)
+    mean, _ = post.predict(Xt)
+    return {"model": model, "problem": problem_name, "n": n, "seed": seed, "n_test": n_test,
+            "mse": float(np.mean((mean.mean(0) - yt) ** 2)), "seconds": time.perf_counter() - t0,
+            "date": datetime.date.today().isoformat()}
+
+
+def cmd_regression(args) -> int:
+    done = {(r["model"], r["problem"], r["n"], r["seed"]) for r in report.load_records(args.out)}
+    cells = [(m, args.problem, n, s) for n in args.sizes for m in args.models for s in range(args.seeds)]
+    todo = [c for c in cells if c not in done]
+    print(f"treezoo-bench regression: {len(cells)} cells, running {len(todo)}", flush=True)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    for c in todo:
+        rec = regression_cell(*c)
+        with open(args.out, "a") as f:
+            f.write(json.dumps(rec) + "\n")
+        print(f"  {rec['model']:>12s} n={rec['n']:3d} seed {rec['seed']}: mse {rec['mse']:.3g} "
+              f"({rec['seconds']:.1f} s)", flush=True)
+    print(report.regression_table(report.load_records(args.out), args.reference))
+    return 0
+
+
 def _write_json(path, data):
     if path:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -210,12 +261,15 @@ def main(argv=None) -> int:
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run (method, problem, seed) cells and append JSON lines")
     r.add_argument("--problems", nargs="+", default=["hartmann6", "jenatton_small"])
-    r.add_argument("--methods", nargs="+", default=["gp", "random"], help="surrogates and peers")
+    r.add_argument("--methods", nargs="+", default=["gp", "random"],
+                   help="surrogates and peers; 'surrogate:acquisition' (e.g. addtree:logei) overrides the acquisition")
     r.add_argument("--seeds", type=int, default=5)
     r.add_argument("--seed0", type=int, default=0)
     r.add_argument("--budget", type=int, default=50)
     r.add_argument("--n-init", type=int, default=10)
     r.add_argument("--noise", type=float, default=0.0)
+    r.add_argument("--design", choices=["sobol", "paths"], default="sobol",
+                   help="initial design; 'paths' covers every root-to-leaf path once first")
     r.add_argument("--jobs", type=int, default=1, help="worker processes (each with one XLA thread)")
     r.add_argument("--out", default="benchmarks/results/results.jsonl")
     t = sub.add_parser("table", help="regret table (and paired tests, plots) from JSON lines")
@@ -233,12 +287,19 @@ def main(argv=None) -> int:
     c.add_argument("--iterations", type=int, default=100)
     c.add_argument("--n-init", type=int, default=10)
     c.add_argument("--out", default=None)
+    rg = sub.add_parser("regression", help="test MSE vs training size per surrogate (000 Fig. 4)")
+    rg.add_argument("--problem", default="jenatton_small")
+    rg.add_argument("--models", nargs="+", default=["addtree", "independent", "jenatton"])
+    rg.add_argument("--sizes", nargs="+", type=int, default=[10, 20, 30, 40])
+    rg.add_argument("--seeds", type=int, default=10)
+    rg.add_argument("--reference", default="addtree", help="model the paired tests compare against")
+    rg.add_argument("--out", default="benchmarks/results/regression.jsonl")
     rd = sub.add_parser("render", help="regenerate the tables of a Markdown document from its results")
     rd.add_argument("document")
     rd.add_argument("--check", action="store_true", help="exit 1 if the document is out of date")
     args = p.parse_args(argv)
     commands = {"run": cmd_run, "table": cmd_table, "timing": cmd_timing, "compiles": cmd_compiles,
-                "render": cmd_render}
+                "regression": cmd_regression, "render": cmd_render}
     return commands[args.command](args)
 
 

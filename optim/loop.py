@@ -47,10 +47,16 @@ def _derive(seed: int, step: int, stream: int) -> int:
     return int(np.random.SeedSequence([int(seed), int(step), int(stream)]).generate_state(1)[0])
 
 
-def initial_design(space: Space, n_init: int, seed: int) -> list[dict]:
-    """The scrambled-Sobol initial design of a run: it depends only on (space, n_init, seed), so every
-    method benchmarked with the same seed starts from the same points."""
-    return space.sobol(n_init, seed=_derive(seed, 0, 0))
+DESIGNS = ("sobol", "paths")
+
+
+def initial_design(space: Space, n_init: int, seed: int, design: str = "sobol") -> list[dict]:
+    """The scrambled-Sobol initial design of a run: it depends only on (space, n_init, seed, design), so
+    every method benchmarked with the same seed starts from the same points. ``design="paths"`` gives
+    the first points one root-to-leaf path each (conditional spaces: every leaf seen once)."""
+    if design not in DESIGNS:
+        raise ValueError(f"design must be one of {DESIGNS}, got {design!r}")
+    return space.sobol(n_init, seed=_derive(seed, 0, 0), cover_paths=design == "paths")
 
 
 def _check_value(value) -> float:
@@ -71,7 +77,7 @@ class BayesOpt:
 
     def __init__(self, space: Space, surrogate="gp", acquisition=None, seed: int = 0,
                  n_init: int | None = None, sampler: SamplerSettings = SamplerSettings(),
-                 optimizer: LBFGSConfig = LBFGSConfig()):
+                 optimizer: LBFGSConfig = LBFGSConfig(), design: str = "sobol"):
         if not isinstance(space, Space):
             raise TypeError(f"space must be a zoo.Space, got {type(space).__name__}")
         if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
@@ -92,7 +98,8 @@ class BayesOpt:
         self.posterior: Posterior | None = None
         self._warm: WarmStart | None = None
         self._pending: dict | None = None
-        self._design = initial_design(space, self.n_init, self.seed)
+        self.design = design
+        self._design = initial_design(space, self.n_init, self.seed, design)
 
     @staticmethod
     def default_n_init(space: Space) -> int:
@@ -183,7 +190,7 @@ class BayesOpt:
         return {
             "format": FORMAT_VERSION, "space": self.space.to_dict(), "surrogate": self.surrogate_spec,
             "acquisition": {"name": acq.name, "beta": getattr(acq, "beta", None)},
-            "seed": self.seed, "n_init": self.n_init, "sampler": asdict(self.sampler),
+            "seed": self.seed, "n_init": self.n_init, "design": self.design, "sampler": asdict(self.sampler),
             "optimizer": asdict(self.optimizer), "history": self.history,
             "pending": self._pending,
             "warm_start": None if self._warm is None else _tree_to_json(self._warm._asdict()),
@@ -206,7 +213,8 @@ class BayesOpt:
         acquisition = UCB(beta=acq["beta"]) if acq["name"] == "ucb" else acq["name"]
         opt = cls(space, surrogate=surrogate if surrogate is not None else d["surrogate"],
                   acquisition=acquisition, seed=d["seed"], n_init=d["n_init"],
-                  sampler=SamplerSettings(**d["sampler"]), optimizer=LBFGSConfig(**d["optimizer"]))
+                  sampler=SamplerSettings(**d["sampler"]), optimizer=LBFGSConfig(**d["optimizer"]),
+                  design=d.get("design", "sobol"))
         opt.history = [dict(h, config=space.validate(h["config"])) for h in d["history"]]
         opt._pending = d["pending"]
         if d["warm_start"] is not None:
@@ -253,10 +261,11 @@ def minimize(objective: Callable[[dict], float], space: Space, surrogate="gp", b
     """Minimize `objective(config) -> float` over `space` with `budget` evaluations.
 
     The first `n_init` evaluations are a scrambled Sobol design (default: max(dim + 1, number of
-    paths), capped at 20 and at the budget). An objective that raises or returns NaN/inf is
+    paths), capped at 20 and at the budget); `settings` may pass `design="paths"` so that the first
+    points cover every root-to-leaf path once. An objective that raises or returns NaN/inf is
     recorded as a failed evaluation (it counts toward the budget and is never shown to the model).
     `checkpoint`: a path saved after every evaluation, for `BayesOpt.load`. `progress`: a tqdm bar.
-    `settings`: `sampler=SamplerSettings(...)`, `optimizer=LBFGSConfig(...)`.
+    `settings`: `sampler=SamplerSettings(...)`, `optimizer=LBFGSConfig(...)`, `design="sobol"|"paths"`.
     """
     if not callable(objective):
         raise TypeError("objective must be callable: config dict -> float")

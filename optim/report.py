@@ -133,6 +133,46 @@ def wilcoxon_table(records, reference, at, alpha=0.05) -> str:
     return "\n".join(lines)
 
 
+def regression_table(records, reference: str = "addtree") -> str:
+    """log10 test MSE median [q25, q75] per model and training size; a two-sided paired Wilcoxon p
+    (pairs: seeds) against `reference` at each size, and the reference's wins over the seeds."""
+    by = {}
+    for r in records:
+        by.setdefault((r["n"], r["model"]), {})[r["seed"]] = r["mse"]
+    lines = [f"| n train | model | seeds | log10 test MSE: median [q25, q75] | {reference} lower in | p vs {reference} |",
+             "|---|---|---|---|---|---|"]
+    for (n, model), mse in sorted(by.items()):
+        q = np.percentile(np.log10(np.maximum(list(mse.values()), 1e-300)), [25, 50, 75])
+        ref = by.get((n, reference), {})
+        seeds = sorted(set(ref) & set(mse))
+        if model == reference or not seeds:
+            wins, p = "", ""
+        else:
+            a, b = np.array([ref[k] for k in seeds]), np.array([mse[k] for k in seeds])
+            wins = f"{int(np.sum(a < b))}/{len(seeds)}"
+            p = f"{(1.0 if np.allclose(a, b) else float(wilcoxon(a, b).pvalue)):.3f}"
+        lines.append(f"| {n} | {model} | {len(mse)} | {q[1]:.2f} [{q[0]:.2f}, {q[2]:.2f}] | {wins} | {p} |")
+    return "\n".join(lines)
+
+
+def per_iteration_table(records, sizes) -> str:
+    """Median seconds of fit and acquisition of the BO iteration that saw n observations, per method."""
+    head = ["problem", "method"] + [f"n={n}: fit + acq s" for n in sizes]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for (problem, method), recs in sorted(group(records).items()):
+        cells = [problem, method]
+        for n in sizes:
+            rows = [(r["fit_seconds"][n], r["acq_seconds"][n]) for r in recs
+                    if len(r["values"]) > n and r["sources"][n] not in ("init",)]
+            if rows:
+                f, a = np.median([x for x, _ in rows]), np.median([x for _, x in rows])
+                cells.append(f"{_seconds(f)} + {_seconds(a)}")
+            else:
+                cells.append("n/a")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def timing_table(rows) -> str:
     lines = ["| n | d | fit s/iter (warm start) | acquisition s/iter | total s/iter | "
              "first iteration: cold fit + acq (compiling) |", "|---|---|---|---|---|---|"]
@@ -187,7 +227,8 @@ _BLOCK = re.compile(r"(<!-- treezoo-bench: (?P<args>.*?) -->\n)(?P<body>.*?)(<!-
 
 def render_block(args: str, base_dir: str) -> str:
     """The text of one block: `regret FILES --at B..`, `wilcoxon FILES --reference M --at B`,
-    `timing FILE`, `compiles FILE`; FILES is a comma-separated list of results files."""
+    `periter FILES --at N..`, `regression FILE [--reference M]`, `timing FILE`, `compiles FILE`;
+    FILES is a comma-separated list of results files."""
     argv = shlex.split(args)
     kind, paths = argv[0], [os.path.join(base_dir, p) for p in argv[1].split(",")]
     opts = {}
@@ -198,13 +239,18 @@ def render_block(args: str, base_dir: str) -> str:
             opts[key] = []
         else:
             opts[key].append(a)
-    data = [r for p in paths for r in load_records(p)] if kind in ("regret", "wilcoxon") else load_records(paths[0])
+    data = ([r for p in paths for r in load_records(p)] if kind in ("regret", "wilcoxon", "periter")
+            else load_records(paths[0]))
     if not data:
         raise FileNotFoundError(f"no results in {argv[1]}")
     if kind == "regret":
         return regret_table(data, [int(b) for b in opts.get("at", ["20", "50"])])
     if kind == "wilcoxon":
         return wilcoxon_table(data, opts["reference"][0], int(opts["at"][0]))
+    if kind == "periter":
+        return per_iteration_table(data, [int(n) for n in opts.get("at", ["20"])])
+    if kind == "regression":
+        return regression_table(data, opts.get("reference", ["addtree"])[0])
     if kind == "timing":
         return timing_table(data)
     if kind == "compiles":

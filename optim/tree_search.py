@@ -5,7 +5,10 @@ is the integrated UCB: u(x) = sum over vertices v on x's path of mean_s[-mu_s^v(
 sigma_s^v(x_v)] (for minimization). Each vertex's term is maximized on its own, in that vertex's low
 dimension (independent problems), then summed along every root-to-leaf path; the best path and the
 concatenation of its vertices' maximizers is the next point. beta_v = 0.2 d_v log(2t) with d_v the
-dimension being optimized (000 Section 4.2). Other acquisitions fall back to per-path L-BFGS-B.
+dimension being optimized (000 Section 4.2).
+
+Jenatton's two-step search (001 Section 3.2) first picks a path by the path-level acquisition, then
+optimizes the leaf acquisition on that path only. Anything else falls back to per-path L-BFGS-B.
 """
 
 from __future__ import annotations
@@ -111,9 +114,35 @@ def addtree_ucb_search(posterior, space, rng, config: LBFGSConfig, t: int, beta=
     return totals[i][1], totals[i][0], i
 
 
+def two_step_search(acqf: AcquisitionFunction, space, rng, config: LBFGSConfig):
+    """Jenatton et al.'s two-step search (001 Section 3.2): (encoded row, value, path index).
+
+    Step 1 scores every path by the path acquisition of Eq. 6 (EI of b_p + z_p'c, c integrated out,
+    averaged over posterior samples), maximized jointly over the path's shared inner-node
+    parameters. Step 2 maximizes the leaf acquisition (Eq. 5) on the winning path only, over all
+    of that path's parameters, shared ones included (multi-start L-BFGS-B).
+    """
+    model = acqf.surrogate
+    path_acqf = acqf.with_moments("path_predict_prepared")
+    scores = []
+    for path in space.paths:
+        active = np.zeros(space.dim, dtype=bool)
+        active[model.shared_columns(path)] = True
+        _, value = optimize_path(path_acqf, space, Path(path.index, path.nodes, dict(path.decisions), active),
+                                 rng, config)
+        scores.append(value)
+    i = int(np.argmax(scores))
+    x, value = optimize_path(acqf, space, space.paths[i], rng, config)
+    return x, value, i
+
+
 def tree_optimizer(acqf: AcquisitionFunction, space, rng, config: LBFGSConfig = LBFGSConfig()):
-    """Optimizer for structure 'tree': Algorithm 2 for UCB, per-path L-BFGS-B otherwise."""
-    if isinstance(acqf.acquisition, UCB) and hasattr(acqf.surrogate, "predict_components"):
+    """Optimizer for structure 'tree': Algorithm 2 for UCB on additive surrogates, the two-step path
+    search for surrogates with path-level moments, per-path L-BFGS-B otherwise."""
+    if (isinstance(acqf.acquisition, UCB) and hasattr(acqf.surrogate, "predict_components")
+            and getattr(acqf.surrogate, "additive", True)):
         return addtree_ucb_search(acqf.posterior, space, rng, config, acqf.t, acqf.acquisition.beta,
                                   cache=acqf.prepared)
+    if getattr(acqf.surrogate, "two_step", False):
+        return two_step_search(acqf, space, rng, config)
     return optimize_acquisition(acqf, space, rng, config)

@@ -51,9 +51,15 @@ def test_without_shared_weights_it_is_independent_gps(setup):
     assert np.all(np.asarray(model.block_kernel(data.X, data.X, params))[np.ix_(leaf == 0, leaf == 1)] == 0)
 
 
-def test_sampler_runs_and_predicts(setup):
+@pytest.fixture(scope="module")
+def posterior(setup):
     space, X, y, model, _ = setup
-    post = inference.sample(model, X, y, key=0, num_warmup=60, num_samples=10, num_chains=2)
+    return inference.sample(model, X, y, key=0, num_warmup=60, num_samples=10, num_chains=2)
+
+
+def test_sampler_runs_and_predicts(setup, posterior):
+    space, X, y, model, _ = setup
+    post = posterior
     assert post.samples["c"].shape == (2, 10, model.n_features)
     mean, var = post.predict(X[:5])
     assert mean.shape == (20, 5) and np.all(var > 0)
@@ -62,3 +68,114 @@ def test_sampler_runs_and_predicts(setup):
     assert list(idata.posterior["c"].coords["feature"].values) == [
         "root:intercept", "x1=0:intercept", "x1=0:r8", "x1=1:intercept", "x1=1:r9"]
     assert list(idata.posterior["offset"].coords["leaf"].values)[0] == "x1=0,x2=0"
+
+
+def _dense_terms(model, data, params, n):
+    """The Eq. 4 joint written out directly: prior mean b, covariance of y, and Z (real rows only)."""
+    b = np.asarray(model.leaf_onehot(data.X) @ params["offset"])[:n]
+    Z = np.asarray(model.feature_matrix(data.X))[:n]
+    Ky = np.asarray(model.dense_covariance(data, params))[:n, :n]
+    return b, Z, Ky
+
+
+def _stack(params, S=1):
+    return {k: np.stack([np.asarray(v)] * S) for k, v in params.items()}
+
+
+def test_predictions_integrate_c_exactly(setup):
+    """Eq. 5 (leaf GP given c plus the c posterior) equals conditioning the dense Eq. 4 GP on y."""
+    space, X, y, model, params = setup
+    data = make_data(X, y, fill_row=space.fill_row())
+    n = len(y)
+    b, Z, Ky = _dense_terms(model, data, params, n)
+    Xq = space.encode(space.sample(9, seed=11))
+    Kq = np.asarray(model.block_kernel(Xq, data.X, params))[:, :n]
+    Zq = np.asarray(model.feature_matrix(Xq))
+    kqx = Kq + params["sigma_c"] ** 2 * Zq @ Z.T
+    kqq = np.asarray(model.leaf_onehot(Xq) @ params["leaf_variance"]) + params["sigma_c"] ** 2 * np.sum(Zq**2, 1)
+    bq = np.asarray(model.leaf_onehot(Xq) @ params["offset"])
+    mean_dense = bq + kqx @ np.linalg.solve(Ky, data.y[:n] - b)
+    var_dense = kqq - np.sum(kqx * np.linalg.solve(Ky, kqx.T).T, 1)
+    mean, var = model.predict_prepared(model.prepare(_stack(params), data), Xq)
+    np.testing.assert_allclose(np.asarray(mean[0]), data.y_mean + data.y_std * mean_dense, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(var[0]), data.y_std**2 * var_dense, rtol=1e-6, atol=1e-10)
+
+
+def test_path_ei_equals_its_monte_carlo_estimate(setup):
+    """Eq. 6 integrated over kernel-parameter samples against draws of c from p(c | y, theta), the
+    latter computed from the dense joint of (c, y) rather than the Lambda_c route."""
+    from optim.acquisition import EI
+
+    space, X, y, model, params = setup
+    data = make_data(X, y, fill_row=space.fill_row())
+    n = len(y)
+    rng = np.random.default_rng(0)
+    samples = [dict(params), dict(params, sigma_c=np.float64(0.3), offset=params["offset"] + 0.2),
+               dict(params, noise=np.float64(0.2))]
+    stacked = {k: np.stack([np.asarray(s[k]) for s in samples]) for k in params}
+    # one row per path, with its shared parameter set to a few values
+    rows = space.encode([dict(c, r8=0.3) if "r8" in c else dict(c, r9=0.8) for c in space.sample(40, seed=3)])
+    rows = rows[np.unique(np.asarray(model.leaf_onehot(rows)).argmax(1), return_index=True)[1]]
+    mean, var = model.path_predict_prepared(model.prepare(stacked, data), rows)
+    best = float(np.max(mean))  # an incumbent that leaves every path some improvement
+    exact = np.asarray(EI()(mean, var, best))
+    draws, mc, se2 = 100_000, np.zeros((len(samples), len(rows))), np.zeros(len(rows))
+    for k, s in enumerate(samples):
+        b, Z, Ky = _dense_terms(model, data, s, n)
+        cov_cy = s["sigma_c"] ** 2 * Z.T  # Cov(c, y)
+        c_mean = cov_cy @ np.linalg.solve(Ky, data.y[:n] - b)
+        c_cov = s["sigma_c"] ** 2 * np.eye(Z.shape[1]) - cov_cy @ np.linalg.solve(Ky, cov_cy.T)
+        c = rng.multivariate_normal(c_mean, c_cov, size=draws)
+        level = np.asarray(model.leaf_onehot(rows) @ s["offset"])[None] + c @ np.asarray(model.feature_matrix(rows)).T
+        improvement = np.maximum(best - (data.y_mean + data.y_std * level), 0.0)
+        mc[k] = improvement.mean(0)
+        se2 += improvement.var(0) / draws
+    se = np.sqrt(se2) / len(samples)  # standard error of the sample average
+    assert len(rows) == 4 and np.all(exact > 1e-4)
+    assert np.all(np.abs(exact - mc.mean(0)) < 4 * se), (exact, mc.mean(0), se)
+
+
+def test_two_step_search_picks_the_best_path_then_its_leaf(setup, posterior):
+    """Step 1 equals a brute-force grid over each path's shared parameter; step 2 returns a point of
+    that path whose reported value is the leaf acquisition there."""
+    from optim.acqf import AcquisitionFunction
+    from optim.acquisition import LogEI
+    from optim.lbfgs import LBFGSConfig
+    from optim.tree_search import tree_optimizer
+
+    space, X, y, model, _ = setup
+    acqf = AcquisitionFunction(posterior, LogEI(), best=float(np.min(y)))
+    x, value, i = tree_optimizer(acqf, space, np.random.default_rng(0), LBFGSConfig(n_raw=64, n_restarts=4))
+    path_acqf = acqf.with_moments("path_predict_prepared")
+    grid = np.linspace(0, 1, 401)
+    scores = []
+    for path in space.paths:
+        rows = np.tile(space.path_row(path), (len(grid), 1))
+        rows[:, model.shared_columns(path)[0]] = grid
+        scores.append(path_acqf.values(rows).max())
+    assert i == int(np.argmax(scores)) and np.sort(scores)[-1] - np.sort(scores)[-2] > 1e-6
+    assert int(space.path_index(x[None])[0]) == i
+    assert value == pytest.approx(float(acqf.values(x[None])[0]), rel=1e-9, abs=1e-12)
+    # the leaf step improves on the incumbent path point it started from
+    assert value >= acqf.values(space.path_row(space.paths[i])[None])[0] - 1e-9
+
+
+def test_categorical_inner_parameters_are_one_hot_features():
+    """001 Section 2.4: a categorical shared parameter enters z as a one-hot block."""
+    pytest.importorskip("sklearn")
+    from optim.problems.ml import mlp_space
+
+    space = mlp_space()
+    model = Jenatton(space)
+    config = space.sample(1, seed=0)[0]
+    config.update(preprocessing="l2_rows", activation="tanh")
+    z = np.asarray(model.feature_matrix(space.encode([config])))[0]
+    _, coords = model.arviz_dims()
+    labels = dict(zip(coords["feature"], z))
+    assert labels["root:preprocessing=l2_rows"] == 1 and labels["root:preprocessing=none"] == 0
+    assert labels["root:activation=tanh"] == 1 and sum(v for k, v in labels.items() if "activation" in k) == 1
+    assert len(z) == model.n_features == len(coords["feature"])
+    with pytest.raises(ValueError, match="categorical"):
+        from zoo.space import Categorical, Node, Space
+        Jenatton(Space(Node("root", choice="a", children={
+            0: Node("l", params=(Categorical("k", ("u", "v")),)), 1: Node("r")})))

@@ -66,3 +66,58 @@ def test_every_problem_evaluates_random_configs(name):
         assert math.isfinite(v)
         if p.optimum is not None:
             assert v >= p.optimum - 1e-9
+
+
+def test_mlp_tuning_space_and_objective():
+    pytest.importorskip("sklearn")
+    from optim.problems.ml import mlp_space, mlp_validation_error
+
+    space = mlp_space()
+    assert len(space.paths) == 5  # 0..4 hidden layers
+    depths = sorted(sum(1 for n in space.names if n.startswith("units_") and p.active[space.col[n]])
+                    for p in space.paths)
+    assert depths == [0, 1, 2, 3, 4]  # a k-layer path activates units_1..units_k ...
+    for p in space.paths:  # ... and exactly its own l2 penalty
+        assert sum(p.active[space.col[f"l2_{k}"]] for k in range(5)) == 1
+    config = {"learning_rate": 1e-2, "tol": 1e-4, "preprocessing": "standardize", "activation": "relu",
+              "deeper_1": "yes", "units_1": 10, "deeper_2": "no", "l2_1": 1e-4}
+    error = get_problem("mlp_breast_cancer")(config)
+    assert 0.0 <= error < 0.1  # a sensible network on breast cancer is accurate
+    assert error == mlp_validation_error(config)  # deterministic
+    assert get_problem("mlp_breast_cancer")(dict(config, preprocessing="none", learning_rate=1e-5)) > error
+
+
+def test_compression_objective_trades_size_for_accuracy():
+    pytest.importorskip("sklearn")
+    from optim.problems.ml import compression_objective
+
+    p = get_problem("compression")
+    assert len(p.space.paths) == 4
+    keep_all = {"layer1": "prune", "threshold_1": 0.0, "layer2_given_prune": "prune", "threshold_2_given_prune": 0.0}
+    assert p(keep_all) == pytest.approx(1.0)  # nothing removed: ratio 1, no output error
+    svd = {"layer1": "svd", "rank_1": 10, "layer2_given_svd": "svd", "rank_2_given_svd": 10}
+    assert p(svd) < 1.0  # a low-rank network is smaller at a small error cost
+    tiny = dict(svd, rank_1=1, rank_2_given_svd=1)
+    assert compression_objective(tiny) > p(svd)  # too aggressive: the output error dominates
+    assert compression_objective(tiny, gamma=0.0) < compression_objective(svd, gamma=0.0)
+
+
+def test_path_covering_design():
+    p = get_problem("jenatton_large")
+    configs = p.space.sobol(10, seed=3, cover_paths=True)
+    paths = p.space.path_index(p.space.encode(configs))
+    assert sorted(paths[:8]) == list(range(8))
+    assert configs == p.space.sobol(10, seed=3, cover_paths=True)
+
+
+def test_initial_design_options_and_method_specs():
+    from optim.bench import split_method
+    from optim.loop import initial_design
+
+    space = get_problem("jenatton_small").space
+    design = initial_design(space, 5, seed=1, design="paths")
+    assert sorted(space.path_index(space.encode(design))[:4]) == [0, 1, 2, 3]
+    assert initial_design(space, 5, seed=1) != design  # the default stays plain Sobol
+    with pytest.raises(ValueError, match="design"):
+        initial_design(space, 5, seed=1, design="grid")
+    assert split_method("addtree:ucb") == ("addtree", "ucb") and split_method("gp") == ("gp", None)

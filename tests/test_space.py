@@ -118,3 +118,12 @@ def test_serialization_round_trip(mixed_space):
     again = Space.from_dict(mixed_space.to_dict())
     assert again == mixed_space and hash(again) == hash(mixed_space)
     assert again.names == mixed_space.names
+
+
+def test_log_reals_decode_inside_their_bounds_at_the_edges():
+    """exp(log(high)) may round above high; decoded edge values must still validate."""
+    from zoo.space import Real
+    for low, high in [(1e-5, 1e-1), (1e-5, 1e-2), (1e-6, 1e-1), (0.3, 7.0)]:
+        p = Real("a", low, high, log=True)
+        assert low <= p.from_unit(0.0) <= high and low <= p.from_unit(1.0) <= high
+        assert p.check(p.from_unit(1.0)) is None and p.check(p.from_unit(0.0)) is None

@@ -27,16 +27,21 @@ class AddTree(ExactGP):
     """GP with the Add-Tree kernel built from a conditional `Space`.
 
     Sites: ``lengthscale`` [numeric params, dim ``numeric_param``], ``cat_lengthscale`` [categorical
-    params], ``variance`` [vertices with parameters, dim ``vertex``], ``noise``, ``mean``.
+    params], ``variance`` [vertices with parameters, dim ``vertex``], ``noise``, ``mean``. With
+    ``pooled=True`` (off by default, as in 000) the lengthscales are partially pooled across vertices through
+    ``lengthscale_shift`` / ``lengthscale_spread`` / ``lengthscale_raw`` (``lengthscale`` is then a
+    deterministic site): a leaf seen once borrows the smoothness learned at its siblings.
     """
 
     name = "addtree"
     structure = "tree"
-    default_acquisition = "ucb"  # additive over vertices: Algorithm 2 of 000 applies
+    default_acquisition = "logei"  # exact per-path log-EI; "ucb" runs Algorithm 2 of 000 (per vertex)
 
-    def __init__(self, space: Space, noise_prior=(-4.0, 1.0)):
+    def __init__(self, space: Space, noise_prior=(-4.0, 1.0), pooled: bool = False, interactions: bool = False):
         super().__init__(space)
         self.noise_prior = tuple(noise_prior)
+        self.pooled = bool(pooled)
+        self.interactions = bool(interactions)
         kinds = space.kinds
         self.vertices = []  # (name, numeric cols, categorical cols, route cols, route category indices)
         for name, node in space.nodes.items():
@@ -55,6 +60,18 @@ class AddTree(ExactGP):
         self.cat_cols = np.concatenate([v[2] for v in self.vertices])
         depth = max(sum(1 for v in self.vertices if v[0] in p.nodes) for p in space.paths)
         self.variance_loc = -math.log(depth)  # each path's prior variance sums to about 1 (standardized y)
+        # Appendix E interaction terms: per leaf, the product of the kernels of every parameter-owning
+        # vertex on its path (numeric parameters), switched on only when both points reach that leaf
+        self.interaction_terms = []  # (leaf name, [numeric cols per vertex on the path], leaf route cols, idx)
+        if self.interactions:
+            owners = {v[0]: v for v in self.vertices}
+            for path in space.paths:
+                on_path = [owners[n] for n in path.nodes if n in owners and len(owners[n][1])]
+                if len(on_path) >= 2 and path.leaf in owners:
+                    leaf = owners[path.leaf]
+                    self.interaction_terms.append((path.leaf, [v[1] for v in on_path], leaf[3], leaf[4]))
+        self.interaction_cols = (np.concatenate([c for t in self.interaction_terms for c in t[1]])
+                                 if self.interaction_terms else np.zeros(0, dtype=np.int64))
 
     def _route(self, node_name):
         """(decision name, category index) pairs from the root down to `node_name`."""
@@ -70,29 +87,46 @@ class AddTree(ExactGP):
         raise KeyError(node_name)
 
     def config_key(self):
-        return self.noise_prior
+        return (self.noise_prior, self.pooled, self.interactions)
+
+    @property
+    def additive(self) -> bool:
+        """Whether the posterior splits into per-vertex components (Algorithm 2 needs it)."""
+        return not self.interaction_terms
 
     def membership(self, X):
         """[N, V] indicator that each row's path passes through each parameter-owning vertex."""
-        cols = []
-        for _, _, _, route_cols, route_idx in self.vertices:
-            if len(route_cols):
-                cols.append(jnp.all(X[:, route_cols] == route_idx, axis=1).astype(X.dtype))
-            else:
-                cols.append(jnp.ones(X.shape[0], X.dtype))
-        return jnp.stack(cols, axis=1)
+        return jnp.stack([self._on(X, route_cols, route_idx) for _, _, _, route_cols, route_idx in self.vertices], 1)
 
     def sample_hyperparameters(self) -> dict:
         params = {}
         if len(self.num_cols):
             locs = np.concatenate([np.full(len(v[1]), math.sqrt(2.0) + 0.5 * math.log(len(v[1]) + len(v[2])))
                                    for v in self.vertices])
-            params["lengthscale"] = numpyro.sample("lengthscale", dist.LogNormal(locs, math.sqrt(3.0)).to_event(1))
+            if self.pooled:
+                # partial pooling: log l_j = loc_j + shift + spread * raw_j (non-centred). The marginal
+                # of each log l_j has variance 1.5^2 + E[spread^2] = 3.25, close to the unpooled 3;
+                # a vertex with few points borrows the lengthscale scale learned on the others.
+                shift = numpyro.sample("lengthscale_shift", dist.Normal(0.0, 1.5))
+                spread = numpyro.sample("lengthscale_spread", dist.HalfNormal(1.0))
+                raw = numpyro.sample("lengthscale_raw", dist.Normal(0.0, 1.0).expand([len(locs)]).to_event(1))
+                params["lengthscale"] = numpyro.deterministic("lengthscale", jnp.exp(locs + shift + spread * raw))
+            else:
+                params["lengthscale"] = numpyro.sample("lengthscale",
+                                                       dist.LogNormal(locs, math.sqrt(3.0)).to_event(1))
         if len(self.cat_cols):
             params["cat_lengthscale"] = numpyro.sample(
                 "cat_lengthscale", lengthscale_prior(1).expand([len(self.cat_cols)]).to_event(1))
         params["variance"] = numpyro.sample(
             "variance", dist.LogNormal(self.variance_loc, 1.0).expand([len(self.vertices)]).to_event(1))
+        if self.interaction_terms:
+            params["interaction_lengthscale"] = numpyro.sample(
+                "interaction_lengthscale",
+                dist.LogNormal(np.concatenate([np.full(sum(len(c) for c in t[1]), math.sqrt(2.0) + 0.5 * math.log(
+                    sum(len(c) for c in t[1]))) for t in self.interaction_terms]), math.sqrt(3.0)).to_event(1))
+            params["interaction_variance"] = numpyro.sample(
+                "interaction_variance",
+                dist.LogNormal(self.variance_loc - 1.0, 1.0).expand([len(self.interaction_terms)]).to_event(1))
         params["noise"] = numpyro.sample("noise", dist.LogNormal(*self.noise_prior))
         params["mean"] = numpyro.sample("mean", dist.Normal(0.0, 1.0))
         return params
@@ -110,13 +144,31 @@ class AddTree(ExactGP):
                 K = K * overlap(X1[:, cat], X2[:, cat], params["cat_lengthscale"][i_cat:i_cat + len(cat)])
                 i_cat += len(cat)
             terms.append(K)
+        j = 0
+        for t, (_, groups, route_cols, route_idx) in enumerate(self.interaction_terms):
+            on1 = self._on(X1, route_cols, route_idx)
+            on2 = self._on(X2, route_cols, route_idx)
+            K = params["interaction_variance"][t] * on1[:, None] * on2[None, :]
+            for cols in groups:  # k_r k_1 ... (000 Appendix E, Eq. 12-14)
+                K = K * matern52(X1[:, cols], X2[:, cols], params["interaction_lengthscale"][j:j + len(cols)])
+                j += len(cols)
+            terms.append(K)
         return jnp.stack(terms)
+
+    @staticmethod
+    def _on(X, route_cols, route_idx):
+        if len(route_cols):
+            return jnp.all(X[:, route_cols] == route_idx, axis=1).astype(X.dtype)
+        return jnp.ones(X.shape[0], X.dtype)
 
     def kernel(self, X1, X2, params):
         return jnp.sum(self.vertex_kernels(X1, X2, params), axis=0)
 
     def kernel_diag(self, X, params):
-        return self.membership(X) @ params["variance"]
+        diag = self.membership(X) @ params["variance"]
+        for t, (_, _, route_cols, route_idx) in enumerate(self.interaction_terms):
+            diag = diag + params["interaction_variance"][t] * self._on(X, route_cols, route_idx)
+        return diag
 
     def predict_components(self, cache, Xq):
         """Per-vertex posterior of the additive components f_v at Xq: mean, var [S, V, N] (user scale).
@@ -125,6 +177,8 @@ class AddTree(ExactGP):
         k_v(x, x) - K_v(Xq, X) K^-1 K_v(X, Xq) (000 Section 4.2, Algorithm 2, line 4). The constant
         mean is shared by every path and left out.
         """
+        if not self.additive:
+            raise ValueError("with interaction terms the posterior is not additive over vertices")
         samples, data, pre = cache
 
         def one(s, p):
@@ -139,7 +193,11 @@ class AddTree(ExactGP):
 
     def arviz_dims(self):
         names = np.array(self.space.names)
-        dims = {"lengthscale": ["numeric_param"], "cat_lengthscale": ["categorical_param"], "variance": ["vertex"]}
+        dims = {"lengthscale": ["numeric_param"], "lengthscale_raw": ["numeric_param"],
+                "cat_lengthscale": ["categorical_param"], "variance": ["vertex"],
+                "interaction_variance": ["interaction"], "interaction_lengthscale": ["interaction_param"]}
         coords = {"numeric_param": list(names[self.num_cols]), "categorical_param": list(names[self.cat_cols]),
-                  "vertex": [v[0] for v in self.vertices]}
+                  "vertex": [v[0] for v in self.vertices],
+                  "interaction": [t[0] for t in self.interaction_terms],
+                  "interaction_param": [f"{t[0]}:{names[c]}" for t in self.interaction_terms for g in t[1] for c in g]}
         return dims, coords

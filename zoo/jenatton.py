@@ -8,8 +8,10 @@ The joint density factorizes as p(theta) p(y | theta) p(c | y, theta). NUTS scor
 integrated out through Eq. 3:
     log P(y) = log N(y; Z'c + b, M) + log N(c; 0, Sigma_c) - log N(c; Lambda_c^-1 f_c, Lambda_c^-1)
 with M = K_block + sigma^2 I (block diagonal over leaves), Lambda_c = Sigma_c^-1 + Z M^-1 Z' and
-f_c = Z M^-1 (y - b) (Section 2.2), and samples the explicit site c from its closed-form conditional.
-Independent GPs are the same model with c fixed at 0 (`shared=False`).
+f_c = Z M^-1 (y - b) (Section 2.2), and samples the explicit site c from its closed-form conditional
+(so ArviZ shows c's posterior). Predictions integrate c analytically per kernel-parameter sample
+(Eq. 5), and `path_predict_prepared` gives the path-level values that the two-step EI scores
+(Eq. 6). Independent GPs are the same model with c fixed at 0 (`shared=False`).
 """
 
 from __future__ import annotations
@@ -40,12 +42,13 @@ class Jenatton(Surrogate):
 
     def __init__(self, space: Space, shared: bool = True, noise_prior=(-4.0, 1.0)):
         super().__init__(space)
-        if (space.kinds == CATEGORICAL).sum() != len(space.decision_names):
-            raise ValueError("Jenatton's model here handles numeric parameters only (plus decisions)")
         self.shared, self.noise_prior = bool(shared), tuple(noise_prior)
         self.leaves = []  # (numeric cols of the leaf, route cols, route category indices)
         for path in space.paths:
             leaf = space.nodes[path.leaf]
+            if any(space.kinds[space.col[p.name]] == CATEGORICAL for p in leaf.params):
+                raise ValueError(f"Jenatton's model needs numeric leaf parameters; leaf {path.leaf!r} has a "
+                                 "categorical one (put categoricals on inner nodes, where they are one-hot features)")
             route = [(space.col[d], space.columns[space.col[d]].index(v)) for d, v in path.decisions.items()]
             self.leaves.append((np.array([space.col[p.name] for p in leaf.params], dtype=np.int64),
                                 np.array([c for c, _ in route], dtype=np.int64),
@@ -62,12 +65,26 @@ class Jenatton(Surrogate):
                                       np.array([i for _, i in route], dtype=np.float64),
                                       np.array([space.col[p.name] for p in node.params], dtype=np.int64)))
         self.leaf_cols = np.concatenate([leaf[0] for leaf in self.leaves])
-        self.n_features = sum(1 + len(f[3]) for f in self.features)
+        self.n_features = sum(1 + self._width(f[3]) for f in self.features)
 
     def config_key(self):
         return (self.shared, self.noise_prior)
 
     # --- structure helpers (jittable) -------------------------------------------------------
+    def _width(self, cols) -> int:
+        """Feature columns of an inner node's own parameters: 1 per numeric, one-hot per categorical."""
+        return int(sum(self.space.n_choices[c] if self.space.kinds[c] == CATEGORICAL else 1 for c in cols))
+
+    def _own_features(self, X, cols):
+        """r_v: numeric parameters as they are, categorical ones one-hot (001 Section 2.4)."""
+        parts = []
+        for c in cols:
+            if self.space.kinds[c] == CATEGORICAL:
+                parts.append((X[:, c][:, None] == jnp.arange(self.space.n_choices[c])).astype(X.dtype))
+            else:
+                parts.append(X[:, c][:, None])
+        return parts
+
     @staticmethod
     def _on_route(X, cols, idx):
         return jnp.all(X[:, cols] == idx, axis=1) if len(cols) else jnp.ones(X.shape[0], bool)
@@ -81,7 +98,7 @@ class Jenatton(Surrogate):
         blocks = []
         for _, cols, idx, own in self.features:
             on = self._on_route(X, cols, idx).astype(X.dtype)[:, None]
-            blocks.append(on * jnp.concatenate([jnp.ones((X.shape[0], 1), X.dtype), X[:, own]], axis=1))
+            blocks.append(on * jnp.concatenate([jnp.ones((X.shape[0], 1), X.dtype)] + self._own_features(X, own), axis=1))
         return jnp.concatenate(blocks, axis=1)
 
     def block_kernel(self, X1, X2, params):
@@ -152,27 +169,60 @@ class Jenatton(Surrogate):
 
     # --- predictions ------------------------------------------------------------------------
     def prepare(self, samples, data):
+        """Per sample: M^-1 (y - b - Z c_hat), M^-1, W = M^-1 Z, c_hat = Lambda_c^-1 f_c and Lambda_c^-1."""
+        d = self.n_features
+
         def one(s):
-            L, Z, b, _, _ = self._terms(data, s)
-            c = s["c"] if self.shared else jnp.zeros(Z.shape[1])
-            alpha, Minv = linalg.precision_terms(L, data.y - Z @ c - b)
-            return {"alpha": alpha, "Minv": Minv}
+            L, Z, b, L_lam, c_hat = self._terms(data, s)
+            if not self.shared:
+                c_hat, lam_inv = jnp.zeros(d), jnp.zeros((d, d))
+            else:
+                lam_inv = cho_solve((L_lam, True), jnp.eye(d))
+            alpha, Minv = linalg.precision_terms(L, data.y - Z @ c_hat - b)
+            return {"alpha": alpha, "Minv": Minv, "W": Minv @ Z, "c_hat": c_hat, "lam_inv": lam_inv}
         return samples, data, jax.vmap(one)(samples)
 
     def predict_prepared(self, cache, Xq):
-        """Leaf-GP posterior given c (Section 2.2) plus z(x)'c; averaging samples integrates c."""
+        """Posterior of g_p(x) + z_p(x)'c + b_p with c integrated out (001 Eq. 5):
+        mean k'M^-1(y - b - Z c_hat) + z'c_hat + b_p, variance S_p(x, x) + t' Lambda_c^-1 t with
+        t = z - Z'M^-1 k. Averaging over samples integrates the kernel parameters."""
         samples, data, pre = cache
 
         def one(s, p):
             Kxq = self.block_kernel(data.X, Xq, s) * data.mask[:, None]
             onehot = self.leaf_onehot(Xq)
-            prior_var = onehot @ s["leaf_variance"]
-            m, v = linalg.latent_posterior(p["alpha"], p["Minv"], Kxq, prior_var)
-            c = s["c"] if self.shared else jnp.zeros(self.n_features)
-            return m + onehot @ s["offset"] + self.feature_matrix(Xq) @ c, v
+            m, v = linalg.latent_posterior(p["alpha"], p["Minv"], Kxq, onehot @ s["leaf_variance"])
+            z = self.feature_matrix(Xq)
+            t = z - Kxq.T @ p["W"]  # [N, d]
+            return (m + onehot @ s["offset"] + z @ p["c_hat"],
+                    v + jnp.einsum("nd,de,ne->n", t, p["lam_inv"], t))
 
         mean, var = jax.vmap(one)(samples, pre)
         return data.y_mean + data.y_std * mean, data.y_std**2 * var
+
+    def path_predict_prepared(self, cache, Xq):
+        """Path-level value b_p + z_p'c of each row's path, c integrated out (001 Eq. 6):
+        N(b_p + z_p' Lambda_c^-1 f_c, z_p' Lambda_c^-1 z_p); only the decisions and the shared
+        (inner-node) parameters of a row matter."""
+        samples, data, pre = cache
+
+        def one(s, p):
+            z = self.feature_matrix(Xq)
+            return (self.leaf_onehot(Xq) @ s["offset"] + z @ p["c_hat"],
+                    jnp.einsum("nd,de,ne->n", z, p["lam_inv"], z))
+
+        mean, var = jax.vmap(one)(samples, pre)
+        return data.y_mean + data.y_std * mean, data.y_std**2 * var
+
+    @property
+    def two_step(self) -> bool:
+        """Whether the two-step (path, then leaf) search of 001 Section 3.2 applies: only with c."""
+        return self.shared
+
+    def shared_columns(self, path) -> np.ndarray:
+        """Encoded columns of the parameters owned by the inner nodes of `path` (the r_v of 2.4)."""
+        return np.array([self.space.col[q.name] for n in path.nodes[:-1] for q in self.space.nodes[n].params],
+                        dtype=np.int64)
 
     def dense_covariance(self, data, params):
         """Z' Sigma_c Z + K_block + sigma^2 I on the real rows (Eq. 4), padding block outside."""
@@ -193,7 +243,11 @@ class Jenatton(Surrogate):
         """Dims named after the space: leaf parameters, leaves, and inner-node features of c."""
         names = np.array(self.space.names)
         leaves = [p.leaf for p in self.space.paths]
+        def labels(c):
+            if self.space.kinds[c] == CATEGORICAL:
+                return [f"{names[c]}={v}" for v in self.space.columns[c].choices]
+            return [names[c]]
         features = [f"{name}:{col}" for name, _, _, own in self.features
-                    for col in ["intercept"] + list(names[own])]
+                    for col in ["intercept"] + [lab for c in own for lab in labels(c)]]
         dims = {"lengthscale": ["leaf_param"], "leaf_variance": ["leaf"], "offset": ["leaf"], "c": ["feature"]}
         return dims, {"leaf_param": list(names[self.leaf_cols]), "leaf": leaves, "feature": features}

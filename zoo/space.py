@@ -54,9 +54,11 @@ class Real:
 
     def from_unit(self, u: float) -> float:
         u = min(max(float(u), 0.0), 1.0)
-        if self.log:
-            return float(math.exp(math.log(self.low) + u * (math.log(self.high) - math.log(self.low))))
-        return float(self.low + u * (self.high - self.low))
+        if self.log:  # exp(log) can round past a bound by an ulp: clip so decoded values always validate
+            value = math.exp(math.log(self.low) + u * (math.log(self.high) - math.log(self.low)))
+        else:
+            value = self.low + u * (self.high - self.low)
+        return float(min(max(value, self.low), self.high))
 
     def from_uniform(self, u: float) -> float:
         return self.from_unit(u)
@@ -415,13 +417,23 @@ class Space:
         rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
         return [self._from_uniform(u) for u in rng.random((int(n), self.dim))]
 
-    def sobol(self, n: int, seed: int | None = 0) -> list[dict]:
-        """n scrambled-Sobol configurations (space-filling per column, structure respected)."""
+    def sobol(self, n: int, seed: int | None = 0, cover_paths: bool = False) -> list[dict]:
+        """n scrambled-Sobol configurations (space-filling per column, structure respected).
+
+        With ``cover_paths`` the first min(n, #paths) points take one root-to-leaf path each (in a
+        seeded random order), so a small design sees every leaf once; their parameters stay Sobol.
+        """
         n = int(n)
         if n <= 0:
             return []
         m = max(0, math.ceil(math.log2(n)))
         U = qmc.Sobol(d=self.dim, scramble=True, rng=seed).random_base2(m)[:n]
+        if cover_paths and len(self.paths) > 1:
+            order = np.random.default_rng(seed).permutation(len(self.paths))
+            for u, k in zip(U, order):
+                for name, value in self.paths[k].decisions.items():
+                    column = self.columns[self.col[name]]
+                    u[self.col[name]] = (column.index(value) + 0.5) / len(column.choices)
         return [self._from_uniform(u) for u in U]
 
     # ----------------------------------------------------------------- serialization

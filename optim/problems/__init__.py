@@ -6,6 +6,7 @@ from functools import partial
 
 from optim.problems.base import Problem
 from optim.problems.jenatton import jenatton_large, jenatton_small
+from optim.problems.ml import compression, mlp_tuning
 from optim.problems.synthetic import exp2d, hartmann6, styblinski_tang
 
 PROBLEMS = {
@@ -18,6 +19,10 @@ PROBLEMS = {
     "hartmann6_aug20": partial(hartmann6, extra_dims=14),
     "styblinski_tang2": partial(styblinski_tang, dim=2),
     "styblinski_tang4_aug20": partial(styblinski_tang, dim=4, extra_dims=16),
+    # need the `ml` extra (scikit-learn), imported on first evaluation
+    "mlp_breast_cancer": partial(mlp_tuning, dataset="breast_cancer"),
+    "mlp_digits": partial(mlp_tuning, dataset="digits"),
+    "compression": compression,
 }
 
 
@@ -29,4 +34,5 @@ def get_problem(name: str, noise_std: float = 0.0, seed: int = 0) -> Problem:
 
 
 __all__ = ["Problem", "PROBLEMS", "get_problem", "jenatton_small", "jenatton_large", "exp2d",
-           "hartmann6", "styblinski_tang"]
+           "hartmann6", "styblinski_tang",
+           "mlp_tuning", "compression"]
