@@ -18,6 +18,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
+from zoo.base import on_route
 from zoo.gp import ExactGP, lengthscale_prior
 from zoo.kernels import matern52, overlap
 from zoo.space import CATEGORICAL, Space
@@ -96,7 +97,7 @@ class AddTree(ExactGP):
 
     def membership(self, X):
         """[N, V] indicator that each row's path passes through each parameter-owning vertex."""
-        return jnp.stack([self._on(X, route_cols, route_idx) for _, _, _, route_cols, route_idx in self.vertices], 1)
+        return jnp.stack([on_route(X, route_cols, route_idx) for _, _, _, route_cols, route_idx in self.vertices], 1)
 
     def sample_hyperparameters(self) -> dict:
         params = {}
@@ -146,8 +147,8 @@ class AddTree(ExactGP):
             terms.append(K)
         j = 0
         for t, (_, groups, route_cols, route_idx) in enumerate(self.interaction_terms):
-            on1 = self._on(X1, route_cols, route_idx)
-            on2 = self._on(X2, route_cols, route_idx)
+            on1 = on_route(X1, route_cols, route_idx)
+            on2 = on_route(X2, route_cols, route_idx)
             K = params["interaction_variance"][t] * on1[:, None] * on2[None, :]
             for cols in groups:  # k_r k_1 ... (000 Appendix E, Eq. 12-14)
                 K = K * matern52(X1[:, cols], X2[:, cols], params["interaction_lengthscale"][j:j + len(cols)])
@@ -155,11 +156,6 @@ class AddTree(ExactGP):
             terms.append(K)
         return jnp.stack(terms)
 
-    @staticmethod
-    def _on(X, route_cols, route_idx):
-        if len(route_cols):
-            return jnp.all(X[:, route_cols] == route_idx, axis=1).astype(X.dtype)
-        return jnp.ones(X.shape[0], X.dtype)
 
     def kernel(self, X1, X2, params):
         return jnp.sum(self.vertex_kernels(X1, X2, params), axis=0)
@@ -167,7 +163,7 @@ class AddTree(ExactGP):
     def kernel_diag(self, X, params):
         diag = self.membership(X) @ params["variance"]
         for t, (_, _, route_cols, route_idx) in enumerate(self.interaction_terms):
-            diag = diag + params["interaction_variance"][t] * self._on(X, route_cols, route_idx)
+            diag = diag + params["interaction_variance"][t] * on_route(X, route_cols, route_idx)
         return diag
 
     def predict_components(self, cache, Xq):

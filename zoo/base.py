@@ -75,3 +75,11 @@ class Surrogate:
 
     def __repr__(self):
         return f"{type(self).__name__}(name={self.name!r}, dim={self.space.dim})"
+
+
+def on_route(X, cols, idx):
+    """[N] 1.0 where a row's decision columns `cols` hold the category indices `idx` (the row's path
+    passes through the node those decisions lead to), else 0.0; an empty route (the root) is all ones."""
+    if len(cols):
+        return jnp.all(X[:, cols] == idx, axis=1).astype(X.dtype)
+    return jnp.ones(X.shape[0], X.dtype)

@@ -26,7 +26,7 @@ import numpyro.distributions as dist
 from jax.scipy.linalg import cho_solve
 
 from zoo import linalg
-from zoo.base import Surrogate
+from zoo.base import Surrogate, on_route
 from zoo.data import Data
 from zoo.gp import NOISE_FLOOR
 from zoo.kernels import matern52
@@ -85,19 +85,15 @@ class Jenatton(Surrogate):
                 parts.append(X[:, c][:, None])
         return parts
 
-    @staticmethod
-    def _on_route(X, cols, idx):
-        return jnp.all(X[:, cols] == idx, axis=1) if len(cols) else jnp.ones(X.shape[0], bool)
-
     def leaf_onehot(self, X):
         """[N, P] indicator of each row's leaf."""
-        return jnp.stack([self._on_route(X, cols, idx) for _, cols, idx in self.leaves], 1).astype(X.dtype)
+        return jnp.stack([on_route(X, cols, idx) for _, cols, idx in self.leaves], 1)
 
     def feature_matrix(self, X):
         """[N, d] rows z(x): for each inner node on x's path, an intercept and its numeric parameters."""
         blocks = []
         for _, cols, idx, own in self.features:
-            on = self._on_route(X, cols, idx).astype(X.dtype)[:, None]
+            on = on_route(X, cols, idx)[:, None]
             blocks.append(on * jnp.concatenate([jnp.ones((X.shape[0], 1), X.dtype)] + self._own_features(X, own), axis=1))
         return jnp.concatenate(blocks, axis=1)
 
