@@ -86,8 +86,12 @@ class Posterior:
         posterior.update(self.structure_summaries())
         stats = dict(self.stats)
         stats["diverging"] = stats["diverging"].astype(bool)
-        for site, acc in self.move_stats.items():
-            stats[f"accept_{site}"] = acc.reshape(acc.shape[:2] + (-1,)).mean(-1)
+        summarize_moves = getattr(self.surrogate, "summarize_moves", None)
+        if summarize_moves is not None:
+            stats.update(summarize_moves(self.move_stats))
+        else:
+            for site, acc in self.move_stats.items():
+                stats[f"accept_{site}"] = acc.reshape(acc.shape[:2] + (-1,)).mean(-1)
         n = len(self.y)
         coords = {**coords, "obs": np.arange(n), "column": list(self.surrogate.space.names)}
         dims = {**dims, "y": ["obs"], "X": ["obs", "column"]}

@@ -34,6 +34,13 @@ class GibbsState(NamedTuple):
     discrete: dict
 
 
+class MovesOnly(NamedTuple):
+    """Stands in for the HMC state of a model whose every site is updated by moves (e.g. BARK)."""
+
+    z: dict
+    potential_energy: Any
+
+
 def potential_fn_gen(surrogate: Surrogate):
     """(data, discrete values) -> potential energy of the continuous sites in unconstrained space."""
     def gen(data, discrete):
@@ -88,9 +95,16 @@ def _runner(surrogate, moves, num_warmup, num_samples, num_chains, thinning, col
 
                 def log_density(value, site=site, current=current, z=z):
                     return -gen(data, {**current, site: value})(z)
-                new, accepted = move(k, disc[site], log_density)
+                if getattr(move, "needs_context", False):  # structure-aware moves (e.g. BARK's trees)
+                    context = surrogate.move_context(data, z, disc)
+                    new, accepted = move(k, disc[site], log_density, context)
+                else:
+                    new, accepted = move(k, disc[site], log_density)
                 disc = {**disc, site: new}
                 move_info[site] = accepted
+            if isinstance(hmc_state, MovesOnly):  # its potential is computed only when a draw is kept
+                info = {"diverging": jnp.array(False), "acceptance_rate": jnp.array(1.0), "n_steps": jnp.array(0)}
+                return GibbsState(hmc_state, disc), (info, move_info)
             pe, grad = jax.value_and_grad(gen(data, disc))(hmc_state.z)
             hmc_state = hmc_state._replace(potential_energy=pe, z_grad=grad)
         hmc_state = sample_kernel(hmc_state, model_args=(data, disc))
@@ -100,11 +114,14 @@ def _runner(surrogate, moves, num_warmup, num_samples, num_chains, thinning, col
 
     def run_chain(key, z0, disc0, step0, inv_mass0, data):
         k_init, k_warm, k_draw = jax.random.split(key, 3)
-        hmc_state = init_kernel(
-            z0, num_warmup, step_size=step0, inverse_mass_matrix=inv_mass0,
-            adapt_step_size=True, adapt_mass_matrix=cold, dense_mass=False,
-            target_accept_prob=target_accept_prob, max_tree_depth=max_tree_depth,
-            model_args=(data, disc0), rng_key=k_init)
+        if not z0:  # no continuous site: moves only, no NUTS
+            hmc_state = MovesOnly({}, gen(data, disc0)({}))
+        else:
+            hmc_state = init_kernel(
+                z0, num_warmup, step_size=step0, inverse_mass_matrix=inv_mass0,
+                adapt_step_size=True, adapt_mass_matrix=cold, dense_mass=False,
+                target_accept_prob=target_accept_prob, max_tree_depth=max_tree_depth,
+                model_args=(data, disc0), rng_key=k_init)
         state = GibbsState(hmc_state, disc0)
         state, _ = jax.lax.scan(lambda s, k: (sweep(s, k, data)[0], None), state,
                                 jax.random.split(k_warm, num_warmup))
@@ -113,10 +130,14 @@ def _runner(surrogate, moves, num_warmup, num_samples, num_chains, thinning, col
             s, (info, move_info) = jax.lax.scan(lambda s, k: sweep(s, k, data), s,
                                                 jax.random.split(k, thinning))
             hs, disc = s
+            if isinstance(hs, MovesOnly):
+                hs = MovesOnly({}, gen(data, disc)({}))
+                s = GibbsState(hs, disc)
             model = handlers.condition(surrogate.model, data=disc)
             values = {**constrain_fn(model, (data,), {}, hs.z, return_deterministic=True), **disc}
-            stats = {"lp": -hs.potential_energy, "energy": hs.energy,
-                     "step_size": hs.adapt_state.step_size,
+            moves_only = isinstance(hs, MovesOnly)
+            stats = {"lp": -hs.potential_energy, "energy": hs.potential_energy if moves_only else hs.energy,
+                     "step_size": jnp.array(0.0) if moves_only else hs.adapt_state.step_size,
                      "diverging": jnp.any(info["diverging"]),
                      "acceptance_rate": jnp.mean(info["acceptance_rate"]),
                      "n_steps": jnp.mean(info["n_steps"].astype(jnp.float64))}
@@ -125,7 +146,10 @@ def _runner(surrogate, moves, num_warmup, num_samples, num_chains, thinning, col
 
         state, (values, stats, move_stats) = jax.lax.scan(draw, state, jax.random.split(k_draw, num_samples))
         hs = state.hmc
-        last = WarmStart(hs.z, state.discrete, hs.adapt_state.step_size, hs.adapt_state.inverse_mass_matrix)
+        if isinstance(hs, MovesOnly):
+            last = WarmStart({}, state.discrete, jnp.array(0.0), jnp.zeros(0))
+        else:
+            last = WarmStart(hs.z, state.discrete, hs.adapt_state.step_size, hs.adapt_state.inverse_mass_matrix)
         return values, stats, move_stats, last
 
     def run_cold(key, data):

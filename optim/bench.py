@@ -81,6 +81,9 @@ def run_cell(method: str, problem_name: str, seed: int, budget: int, n_init: int
         values=[h["value"] for h in history], eval_status=[h["status"] for h in history],
         sources=[h["source"] for h in history], configs=[h["config"] for h in history],
         fit_seconds=[h["fit_seconds"] for h in history], acq_seconds=[h["acq_seconds"] for h in history])
+    info = [h.get("optimizer_info") for h in history]
+    if any(i is not None for i in info):  # e.g. BARK's MIP: status, gap, fallback per iteration
+        record["optimizer_info"] = info
     return record
 
 
@@ -248,6 +251,65 @@ def cmd_compiles(args) -> int:
     return 0
 
 
+def cmd_bark_updates(args) -> int:
+    """Time one BARK sweep (m trees, one chain) with the low-rank update and with a fresh Cholesky per
+    proposal, at several data sizes, and measure how far the two likelihood changes differ."""
+    import jax
+    import jax.numpy as jnp
+
+    from inference.moves.trees import (cholesky_delta, forest_sweep, initial_likelihood_state, lowrank_delta,
+                                       move_pieces, propose)
+    from zoo import Real, Space
+    from zoo.bark import BARK
+    from zoo.data import make_data
+    from zoo.trees import route, route_forest
+
+    space = Space([Real(f"x{i}", 0.0, 1.0) for i in range(args.dim)])
+    rows = []
+    for n in args.sizes:
+        rng = np.random.default_rng(n)
+        X = rng.random((n, args.dim))
+        data = make_data(X, np.sin(6 * X[:, 0]) + X[:, 1] + 0.1 * rng.standard_normal(n), size=n)
+        row = {"n": n, "date": datetime.date.today().isoformat()}
+        for update in ("lowrank", "cholesky"):
+            s = BARK(space, update=update)
+            forest = s.forest_prior().sample(jax.random.PRNGKey(0))
+            ctx = s.move_context(data, {}, {"forest": forest, "noise": jnp.array(0.05)})
+            sweep = jax.jit(lambda k, f, ctx=ctx: forest_sweep(k, f, None, ctx._replace(forest=f)))
+            f, _ = sweep(jax.random.PRNGKey(1), forest)
+            jax.block_until_ready(f)
+            times = []
+            for r in range(args.repeats):
+                t0 = time.perf_counter()
+                f, _ = sweep(jax.random.PRNGKey(2 + r), f)
+                jax.block_until_ready(f)
+                times.append(time.perf_counter() - t0)
+            row[f"{update}_ms"] = 1e3 * float(np.median(times))
+        s = BARK(space)
+        forest = s.forest_prior().sample(jax.random.PRNGKey(0))
+        leaves = route_forest(s.spec, forest, data.X)
+        noise = jnp.array(0.05)
+        low = initial_likelihood_state("lowrank", leaves, s.num_trees, noise, data.mask, data.y)
+        chol = initial_likelihood_state("cholesky", leaves, s.num_trees, noise, data.mask, data.y)
+        worst = 0.0
+        for k in range(args.proposals):  # accept every proposal: errors accumulate as in a sweep
+            t = k % s.num_trees
+            p = propose(s.spec, jax.random.PRNGKey(100 + k), forest[t])
+            new_t = route(s.spec, p.tree, data.X)
+            U, c = move_pieces(p.kind, p.node, leaves[t], new_t, data.mask)
+            d_low, low = lowrank_delta(low, U, c, s.num_trees, data.y)
+            d_chol, chol = cholesky_delta(chol, leaves[t], new_t, s.num_trees, noise, data.mask, data.y)
+            worst = max(worst, abs(float(d_low) - float(d_chol)))
+            forest, leaves = forest.at[t].set(p.tree), leaves.at[t].set(new_t)
+        row["max_abs_delta_difference"] = worst
+        row["proposals"] = args.proposals
+        rows.append(row)
+        print(f"n={n}: low-rank {row['lowrank_ms']:.2f} ms/sweep, Cholesky {row['cholesky_ms']:.2f} ms/sweep, "
+              f"max |difference of log-likelihood changes| over {args.proposals} accepted moves {worst:.2e}")
+    _write_json(args.out, {"dim": args.dim, "trees": 50, "rows": rows})
+    return 0
+
+
 def cmd_render(args) -> int:
     ok = report.render(args.document, check=args.check)
     if args.check and not ok:
@@ -294,12 +356,18 @@ def main(argv=None) -> int:
     rg.add_argument("--seeds", type=int, default=10)
     rg.add_argument("--reference", default="addtree", help="model the paired tests compare against")
     rg.add_argument("--out", default="benchmarks/results/regression.jsonl")
+    bu = sub.add_parser("bark-updates", help="BARK tree-move likelihood: low-rank update vs fresh Cholesky")
+    bu.add_argument("--sizes", nargs="+", type=int, default=[50, 150])
+    bu.add_argument("--dim", type=int, default=10)
+    bu.add_argument("--repeats", type=int, default=20)
+    bu.add_argument("--proposals", type=int, default=200)
+    bu.add_argument("--out", default=None)
     rd = sub.add_parser("render", help="regenerate the tables of a Markdown document from its results")
     rd.add_argument("document")
     rd.add_argument("--check", action="store_true", help="exit 1 if the document is out of date")
     args = p.parse_args(argv)
     commands = {"run": cmd_run, "table": cmd_table, "timing": cmd_timing, "compiles": cmd_compiles,
-                "regression": cmd_regression, "render": cmd_render}
+                "regression": cmd_regression, "render": cmd_render, "bark-updates": cmd_bark_updates}
     return commands[args.command](args)
 
 

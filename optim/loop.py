@@ -23,8 +23,8 @@ import numpy as np
 from inference import Posterior, WarmStart, sample
 from optim.acqf import AcquisitionFunction
 from optim.acquisition import UCB, get_acquisition
-from optim.lbfgs import LBFGSConfig
-from optim.registry import make_surrogate, optimizer_for
+from optim.registry import (default_optimizer_config, make_surrogate, optimizer_config_from_dict,
+                            optimizer_for)
 from zoo.space import Space
 
 FORMAT_VERSION = 1
@@ -76,8 +76,8 @@ class BayesOpt:
     """
 
     def __init__(self, space: Space, surrogate="gp", acquisition=None, seed: int = 0,
-                 n_init: int | None = None, sampler: SamplerSettings = SamplerSettings(),
-                 optimizer: LBFGSConfig = LBFGSConfig(), design: str = "sobol"):
+                 n_init: int | None = None, sampler: SamplerSettings | None = None,
+                 optimizer=None, design: str = "sobol"):
         if not isinstance(space, Space):
             raise TypeError(f"space must be a zoo.Space, got {type(space).__name__}")
         if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
@@ -92,8 +92,10 @@ class BayesOpt:
         self.n_init = self.default_n_init(space) if n_init is None else int(n_init)
         if self.n_init < 1:
             raise ValueError(f"n_init must be >= 1, got {n_init!r}")
-        self.sampler = sampler
-        self.optimizer = optimizer
+        # defaults come from the surrogate: BARK wants 4 chains and a long first burn-in, and a MIP
+        self.sampler = sampler if sampler is not None else SamplerSettings(
+            **getattr(self.surrogate, "sampler_defaults", {}))
+        self.optimizer = optimizer if optimizer is not None else default_optimizer_config(self.surrogate)
         self.history: list[dict] = []
         self.posterior: Posterior | None = None
         self._warm: WarmStart | None = None
@@ -158,11 +160,13 @@ class BayesOpt:
         acqf = AcquisitionFunction(self.posterior, self.acquisition, best=float(np.min(y)),
                                    t=step - self.n_init + 1)
         rng = np.random.default_rng(_derive(self.seed, step, 3))
-        x, value, _ = optimizer_for(self.surrogate)(acqf, self.space, rng, self.optimizer)
+        x, value, extra = optimizer_for(self.surrogate)(acqf, self.space, rng, self.optimizer)
         config, source = self.space.decode(x), "bo"
         if np.any(np.all(np.abs(X - self.space.encode(config)) < 1e-12, axis=1)):
             config, source = self.space.sample(1, seed=_derive(self.seed, step, 1))[0], "random:duplicate"
         info = {"fit_seconds": t1 - t0, "acq_seconds": time.perf_counter() - t1, "acq_value": float(value)}
+        if isinstance(extra, dict):  # e.g. the MIP's status, gap and whether it fell back to the pool
+            info["optimizer_info"] = extra
         return config, source, info
 
     # ------------------------------------------------------------------ tell
@@ -191,7 +195,7 @@ class BayesOpt:
             "format": FORMAT_VERSION, "space": self.space.to_dict(), "surrogate": self.surrogate_spec,
             "acquisition": {"name": acq.name, "beta": getattr(acq, "beta", None)},
             "seed": self.seed, "n_init": self.n_init, "design": self.design, "sampler": asdict(self.sampler),
-            "optimizer": asdict(self.optimizer), "history": self.history,
+            "optimizer": {"type": type(self.optimizer).__name__, **asdict(self.optimizer)}, "history": self.history,
             "pending": self._pending,
             "warm_start": None if self._warm is None else _tree_to_json(self._warm._asdict()),
         }
@@ -213,7 +217,7 @@ class BayesOpt:
         acquisition = UCB(beta=acq["beta"]) if acq["name"] == "ucb" else acq["name"]
         opt = cls(space, surrogate=surrogate if surrogate is not None else d["surrogate"],
                   acquisition=acquisition, seed=d["seed"], n_init=d["n_init"],
-                  sampler=SamplerSettings(**d["sampler"]), optimizer=LBFGSConfig(**d["optimizer"]),
+                  sampler=SamplerSettings(**d["sampler"]), optimizer=optimizer_config_from_dict(d["optimizer"]),
                   design=d.get("design", "sobol"))
         opt.history = [dict(h, config=space.validate(h["config"])) for h in d["history"]]
         opt._pending = d["pending"]
@@ -265,7 +269,8 @@ def minimize(objective: Callable[[dict], float], space: Space, surrogate="gp", b
     points cover every root-to-leaf path once. An objective that raises or returns NaN/inf is
     recorded as a failed evaluation (it counts toward the budget and is never shown to the model).
     `checkpoint`: a path saved after every evaluation, for `BayesOpt.load`. `progress`: a tqdm bar.
-    `settings`: `sampler=SamplerSettings(...)`, `optimizer=LBFGSConfig(...)`, `design="sobol"|"paths"`.
+    `settings`: `sampler=SamplerSettings(...)`, `optimizer=LBFGSConfig(...)` (or `MIPConfig(...)` for
+    BARK), `design="sobol"|"paths"`; unset, they default to what the surrogate asks for.
     """
     if not callable(objective):
         raise TypeError("objective must be callable: config dict -> float")

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Callable
 
-from optim.lbfgs import optimize_acquisition
+from optim.lbfgs import LBFGSConfig, optimize_acquisition
+from optim.mip import MIPConfig, optimize_mip
 from optim.tree_search import tree_optimizer
 from zoo.addtree import AddTree
+from zoo.bark import BARK
 from zoo.base import Surrogate
 from zoo.gp import GP
 from zoo.jenatton import Jenatton
@@ -15,10 +17,26 @@ from zoo.space import Space
 RANDOM = "random"  # random search: no model
 
 SURROGATES: dict[str, Callable[[Space], Surrogate]] = {
-    "gp": GP, "addtree": AddTree, "jenatton": Jenatton,
+    "gp": GP, "addtree": AddTree, "jenatton": Jenatton, "bark": BARK,
     "independent": lambda space: Jenatton(space, shared=False),  # independent leaf GPs (c fixed at 0)
 }
-OPTIMIZERS: dict[str, Callable] = {"flat": optimize_acquisition, "tree": tree_optimizer}
+OPTIMIZERS: dict[str, Callable] = {"flat": optimize_acquisition, "tree": tree_optimizer, "forest": optimize_mip}
+
+CONFIGS = {"LBFGSConfig": LBFGSConfig, "MIPConfig": MIPConfig}  # optimizer settings classes, by name
+DEFAULT_CONFIG = {"forest": MIPConfig}  # structure -> settings class (others: LBFGSConfig)
+
+
+def default_optimizer_config(surrogate):
+    """The optimizer settings a surrogate gets when the user gives none."""
+    structure = getattr(surrogate, "structure", "flat")
+    return DEFAULT_CONFIG.get(structure, LBFGSConfig)()
+
+
+def optimizer_config_from_dict(d: dict):
+    """Inverse of {'type': class name, **fields} as saved by BayesOpt.save (older saves: LBFGSConfig)."""
+    d = dict(d)
+    cls = CONFIGS[d.pop("type", "LBFGSConfig")]
+    return cls(**d)
 
 
 def register_surrogate(name: str, factory: Callable[[Space], Surrogate]) -> None:

@@ -239,10 +239,14 @@ def render_block(args: str, base_dir: str) -> str:
             opts[key] = []
         else:
             opts[key].append(a)
-    data = ([r for p in paths for r in load_records(p)] if kind in ("regret", "wilcoxon", "periter")
+    data = ([r for p in paths for r in load_records(p)] if kind in ("regret", "wilcoxon", "periter", "mip")
             else load_records(paths[0]))
+    if "problems" in opts and kind != "regression":
+        data = [r for r in data if r.get("problem") in opts["problems"]]
     if not data:
         raise FileNotFoundError(f"no results in {argv[1]}")
+    if kind == "mip":
+        return mip_table(data)
     if kind == "regret":
         return regret_table(data, [int(b) for b in opts.get("at", ["20", "50"])])
     if kind == "wilcoxon":
@@ -256,6 +260,30 @@ def render_block(args: str, base_dir: str) -> str:
     if kind == "compiles":
         return compiles_table(data)
     raise ValueError(f"unknown block kind {kind!r}")
+
+
+def mip_table(records) -> str:
+    """Per problem: how the MIP acquisition optimizer ended over all BO iterations of all seeds."""
+    head = ["problem", "iterations", "status counts", "gap: median [q75]", "fell back to the pool",
+            "acq s: median [max]"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    by_problem: dict = {}
+    for r in records:
+        if r.get("status") == "ok" and r.get("optimizer_info"):
+            for info, acq in zip(r["optimizer_info"], r["acq_seconds"]):
+                if info is not None:
+                    by_problem.setdefault(r["problem"], []).append((info, acq))
+    for problem, items in sorted(by_problem.items()):
+        statuses: dict = {}
+        for info, _ in items:
+            statuses[info["status"]] = statuses.get(info["status"], 0) + 1
+        gaps = np.array([i["gap"] for i, _ in items if i.get("gap") is not None and i["gap"] < 1e19])
+        acq = np.array([a for _, a in items])
+        fell = sum(1 for i, _ in items if i.get("fallback"))
+        gap = f"{np.median(gaps):.3f} [{np.quantile(gaps, 0.75):.3f}]" if len(gaps) else "-"
+        lines.append(f"| {problem} | {len(items)} | " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items()))
+                     + f" | {gap} | {fell} | {np.median(acq):.2f} [{acq.max():.2f}] |")
+    return "\n".join(lines)
 
 
 def render(markdown_path: str, check: bool = False) -> bool:

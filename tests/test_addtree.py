@@ -121,6 +121,7 @@ def test_interaction_terms_follow_appendix_e():
         model.predict_components((None, None, None), X)
 
 
+@pytest.mark.slow  # 60-160 s: in the marked run
 def test_addtree_regresses_better_than_independent_gps_at_20_points():
     """000 Fig. 4 at 20 training points on the Jenatton function: Add-Tree's test MSE is lower than
     independent GPs' (one-sided paired Wilcoxon over 6 seeds, p < 0.05; the smallest possible p is

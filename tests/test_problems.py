@@ -121,3 +121,36 @@ def test_initial_design_options_and_method_specs():
     with pytest.raises(ValueError, match="design"):
         initial_design(space, 5, seed=1, design="grid")
     assert split_method("addtree:ucb") == ("addtree", "ucb") and split_method("gp") == ("gp", None)
+
+
+def test_mixed_problems_of_the_bark_paper():
+    from optim.problems import get_problem
+    from optim.problems.mixed import DISCRETE_ACKLEY_MIN, ackley, pest_control_value
+
+    ack = get_problem("discrete_ackley")
+    best = {**{f"b{i}": i % 2 for i in range(10)}, "r0": 0.0, "r1": 0.0, "r2": 0.0}
+    assert ack(best) == pytest.approx(DISCRETE_ACKLEY_MIN, abs=1e-12) == pytest.approx(3.21777, abs=1e-5)
+    assert ackley(np.zeros(13)) == pytest.approx(0.0, abs=1e-12)
+    assert min(ack(c) for c in ack.space.sample(300, seed=0)) > ack.optimum
+    ros = get_problem("discrete_rosenbrock")
+    values = [ros(c) for c in ros.space.sample(300, seed=0)]
+    assert min(values) > ros.optimum > 0
+    ones = {**{f"i{k}": 0 for k in range(6)}, **{f"r{k}": 0.0 for k in range(4)}}
+    assert ros(ones) == pytest.approx(9.0)  # nine (1 - 0)^2 terms
+    assert ros.optimum < 9.0
+    pest = get_problem("pest_control")
+    c = pest.space.sample(1, seed=4)[0]
+    assert pest(c) == pest(c)  # deterministic: a fixed internal seed
+    assert pest.optimum is None and pest.space.dim == 25
+    assert pest_control_value([0] * 25) > pest_control_value([4] * 25) - 100  # finite, comparable costs
+
+
+@pytest.mark.parametrize("name", ["tree_function", "tree_function_cat"])
+def test_tree_function_optimum_is_a_lower_bound(name):
+    from optim.problems import get_problem
+
+    p = get_problem(name)
+    values = [p(c) for c in p.space.sample(400, seed=1)]
+    assert min(values) > p.optimum - 1e-9
+    assert p.space.dim == (20 if name.endswith("cat") else 10)
+    assert get_problem(name).optimum == p.optimum  # fixed by the function seed

@@ -6,6 +6,7 @@ from functools import partial
 
 from optim.problems.base import Problem
 from optim.problems.jenatton import jenatton_large, jenatton_small
+from optim.problems.mixed import discrete_ackley, discrete_rosenbrock, pest_control, tree_function
 from optim.problems.ml import compression, mlp_tuning
 from optim.problems.synthetic import exp2d, hartmann6, styblinski_tang
 
@@ -23,6 +24,12 @@ PROBLEMS = {
     "mlp_breast_cancer": partial(mlp_tuning, dataset="breast_cancer"),
     "mlp_digits": partial(mlp_tuning, dataset="digits"),
     "compression": compression,
+    # mixed spaces (003)
+    "tree_function": tree_function,
+    "tree_function_cat": partial(tree_function, categorical=True),
+    "discrete_ackley": discrete_ackley,
+    "discrete_rosenbrock": discrete_rosenbrock,
+    "pest_control": pest_control,
 }
 
 
@@ -35,4 +42,4 @@ def get_problem(name: str, noise_std: float = 0.0, seed: int = 0) -> Problem:
 
 __all__ = ["Problem", "PROBLEMS", "get_problem", "jenatton_small", "jenatton_large", "exp2d",
            "hartmann6", "styblinski_tang",
-           "mlp_tuning", "compression"]
+           "mlp_tuning", "compression", "tree_function", "discrete_ackley", "discrete_rosenbrock", "pest_control"]

@@ -1,0 +1,138 @@
+"""Builds and solves BARK's acquisition MIP with SCIP (PySCIPOpt) in a child process.
+
+Run as a script (``python _scip_worker.py problem.pkl result.pkl``): it imports only numpy and
+pyscipopt, so a solver crash (SCIP can abort the process on hard instances) cannot take the BO run
+down, and the parent can enforce a timeout. The problem format is written by ``optim.mip``.
+
+Formulation (003 App. J, after Misic 2020 and Thebelt et al. 2022): for every tree t of every
+posterior forest s, leaf indicators z (continuous in [0, 1], Eq. 9a, 9g); ordered split binaries
+w[j, k] = [x_j <= v_jk] per numeric feature (Eq. 9e, 9f) and one-hot binaries per categorical
+feature (Eq. 9d); each decision node's left leaves sum to at most its condition and its right leaves
+to at most one minus it (Eq. 9b, 9c). With k_s[i] = (1/m) sum_t z[s, t, leaf_t(x_i)] the kernel
+vector at x, the mean is alpha_s' k_s and the variance is 1 - ||u_s||^2 with L_s u_s = k_s; the
+standard deviation sigma_s is bounded by the convex constraint sigma_s^2 + ||u_s||^2 <= 1 (Eq. 10c).
+Objective: the integrated UCB in standardized units, (1 / S) sum_s (-alpha_s' k_s + sqrt(beta) sigma_s),
+maximized (so the relative gap does not depend on the user's offset); the reported objective is in
+the user's units, -y_mean + y_std * that.
+"""
+
+import pickle
+import sys
+import time
+
+import numpy as np
+
+
+def build(p):
+    from pyscipopt import Model, quicksum
+
+    model = Model("bark-ucb")
+    model.hideOutput()
+    model.setParam("limits/time", float(p["time_limit"]))
+    model.setParam("limits/gap", float(p["gap"]))
+    model.setParam("randomization/randomseedshift", int(p["seed"]) % 2**31)
+    w = {j: [model.addVar(vtype="B", name=f"w{j}_{k}") for k in range(len(v))] for j, v in p["thresholds"].items()}
+    for ws in w.values():
+        for a, b in zip(ws[:-1], ws[1:]):
+            model.addCons(a <= b)
+    c = {j: [model.addVar(vtype="B", name=f"c{j}_{q}") for q in range(n)] for j, n in p["categories"].items()}
+    for cs in c.values():
+        model.addCons(quicksum(cs) == 1)
+    S, m, n = p["S"], p["m"], p["n"]
+    sig, z_all, k_all, u_all = [], [], [], []
+    objective = 0
+    for s in range(S):
+        k_terms = [[] for _ in range(n)]
+        for t, tree in enumerate(p["trees"][s]):
+            z = [model.addVar(lb=0.0, ub=1.0, name=f"z{s}_{t}_{l}") for l in range(tree["n_leaves"])]
+            z_all.append(z)
+            model.addCons(quicksum(z) == 1)
+            for split in tree["splits"]:
+                kind, j, arg, left, right = split
+                cond = w[j][arg] if kind == "num" else quicksum(c[j][q] for q in arg)
+                if left:
+                    model.addCons(quicksum(z[l] for l in left) <= cond)
+                if right:
+                    model.addCons(quicksum(z[l] for l in right) <= 1 - cond)
+            for i, l in enumerate(tree["point_leaf"]):
+                k_terms[i].append(z[l])
+        k = [model.addVar(lb=0.0, ub=1.0, name=f"k{s}_{i}") for i in range(n)]
+        k_all.append(k)
+        for i in range(n):
+            model.addCons(m * k[i] == quicksum(k_terms[i]))
+        L = p["L"][s]
+        u = [model.addVar(lb=None, ub=None, name=f"u{s}_{i}") for i in range(n)]
+        u_all.append(u)
+        for i in range(n):
+            row = L[i, : i + 1]
+            model.addCons(quicksum(float(row[r]) * u[r] for r in range(i + 1) if row[r] != 0.0) == k[i])
+        sg = model.addVar(lb=0.0, ub=1.0, name=f"sigma{s}")
+        sig.append(sg)
+        model.addCons(sg * sg + quicksum(ui * ui for ui in u) <= 1.0)
+        alpha = p["alpha"][s]
+        objective += quicksum(float(-alpha[i]) * k[i] for i in range(n)) + float(np.sqrt(p["beta"])) * sg
+    obj_var = model.addVar(lb=None, ub=None, name="acq")  # standardized units: the gap is scale-free
+    model.addCons(obj_var == (1.0 / S) * objective)
+    model.setObjective(obj_var, "maximize")
+    return model, w, c, z_all, (k_all, u_all, sig), obj_var
+
+
+def warm_start(model, p, w, c, z_all, kus, obj_var):
+    """Give SCIP the pool's best point as a complete feasible solution (every variable set)."""
+    x0 = p["x0"]
+    sol = model.createSol()
+    for j, ws in w.items():
+        for k, var in enumerate(ws):
+            model.setSolVal(sol, var, float(x0[j] <= p["thresholds"][j][k]))
+    for j, cs in c.items():
+        for q, var in enumerate(cs):
+            model.setSolVal(sol, var, float(q == p["x0_cat"][j]))
+    k_all, u_all, sig = kus
+    S, m = p["S"], p["m"]
+    total = 0.0
+    for s in range(S):
+        kv = np.zeros(p["n"])
+        for t, tree in enumerate(p["trees"][s]):
+            leaf = p["x0_leaf"][s][t]
+            for l, var in enumerate(z_all[s * m + t]):
+                model.setSolVal(sol, var, float(l == leaf))
+            kv += np.asarray(tree["point_leaf"]) == leaf
+        kv /= m
+        u = np.linalg.solve(p["L"][s], kv) if p["n"] else kv
+        sd = np.sqrt(max(1.0 - float(u @ u), 0.0)) * (1 - 1e-9)
+        for var, val in zip(k_all[s], kv):
+            model.setSolVal(sol, var, float(val))
+        for var, val in zip(u_all[s], u):
+            model.setSolVal(sol, var, float(val))
+        model.setSolVal(sol, sig[s], sd)
+        total += -float(p["alpha"][s] @ kv) + np.sqrt(p["beta"]) * sd
+    model.setSolVal(sol, obj_var, total / S)
+    return model.addSol(sol, free=True)
+
+
+def solve(p):
+    t0 = time.perf_counter()
+    model, w, c, z_all, kus, obj_var = build(p)
+    t_build = time.perf_counter() - t0
+    accepted = bool(warm_start(model, p, w, c, z_all, kus, obj_var)) if p.get("x0") is not None else False
+    model.optimize()
+    out = {"status": model.getStatus(), "build_seconds": t_build, "solve_seconds": model.getSolvingTime(),
+           "n_vars": model.getNVars(), "n_conss": model.getNConss(), "n_sols": model.getNSols(),
+           "warm_start_accepted": accepted}
+    to_user = lambda v: -p["y_mean"] + p["y_std"] * v  # noqa: E731
+    if model.getNSols() > 0:
+        sol = model.getBestSol()
+        out["objective"] = to_user(model.getSolVal(sol, obj_var))
+        out["dual_bound"] = to_user(model.getDualbound())
+        out["gap"] = model.getGap()
+        out["w"] = {j: [model.getSolVal(sol, v) for v in ws] for j, ws in w.items()}
+        out["c"] = {j: [model.getSolVal(sol, v) for v in cs] for j, cs in c.items()}
+    return out
+
+
+if __name__ == "__main__":
+    with open(sys.argv[1], "rb") as f:
+        problem = pickle.load(f)
+    result = solve(problem)
+    with open(sys.argv[2], "wb") as f:
+        pickle.dump(result, f)

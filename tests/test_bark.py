@@ -1,0 +1,254 @@
+"""BARK (003): the BART tree prior, tree MH moves, the forest kernel, the MIP acquisition optimizer."""
+
+import math
+
+import arviz as az
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats
+
+from inference import sample
+from inference.moves.trees import (CHANGE, GROW, PRUNE, cholesky_delta, forest_sweep, initial_likelihood_state,
+                                   lowrank_delta, move_pieces, propose)
+from optim.acqf import AcquisitionFunction
+from optim.acquisition import UCB
+from optim.mip import MIPConfig, optimize_mip
+from optim.problems.mixed import _route_numpy
+from zoo import Categorical, Integer, Real, Space
+from zoo.bark import BARK, noise_prior
+from zoo.data import make_data
+from zoo.trees import (BARTPrior, TreeSpec, all_domains, exists, leaf_count, node_domain, route, route_forest,
+                       rule_log_prob, shared_leaf_fraction, singly_internal, split_probabilities, tree_log_prob)
+
+MIXED = Space([Real("a", 0.0, 1.0), Real("b", -2.0, 3.0), Integer("k", 0, 3), Categorical("c", ("x", "y", "z", "w"))])
+
+
+@pytest.fixture(scope="module")
+def prior_forests():
+    spec = TreeSpec.from_space(MIXED, max_depth=4)
+    return spec, np.asarray(jax.jit(BARTPrior(spec, 400).sample)(jax.random.PRNGKey(0)))
+
+
+def test_noise_prior_puts_q_below_one():
+    d = noise_prior(3.0, 0.9)
+    ig = stats.invgamma(float(d.concentration), scale=float(d.rate))
+    assert ig.cdf(1.0) == pytest.approx(0.9, abs=1e-12)
+    assert float(d.concentration) == 1.5 and float(d.rate) == pytest.approx(0.29219, abs=1e-5)
+
+
+def test_prior_draws_are_valid_trees(prior_forests):
+    spec, forests = prior_forests
+    lp = np.asarray(jax.vmap(lambda t: tree_log_prob(spec, t))(jnp.asarray(forests)))
+    assert np.all(np.isfinite(lp))
+    # categorical splits: both sides keep at least one of the categories that reach the node
+    for tree in forests[:100]:
+        for i in np.flatnonzero(np.asarray(exists(spec, tree)) & (tree[:, 0] > 0.5)):
+            lo, hi, reach = (np.asarray(a) for a in node_domain(spec, jnp.asarray(tree), i))
+            f = int(tree[i, 1])
+            if spec.kinds[f] == 2:
+                left = reach[f] & (tree[i, 3:] > 0.5)
+                assert 0 < left.sum() < reach[f].sum()
+            else:
+                assert lo[f] < tree[i, 2] < hi[f]
+
+
+def test_forest_kernel_matches_a_direct_loop_and_is_psd(prior_forests):
+    spec, forests = prior_forests
+    forest = forests[:20]
+    X = MIXED.encode(MIXED.sample(30, seed=3))
+    K = np.asarray(shared_leaf_fraction(*(2 * [route_forest(spec, jnp.asarray(forest), jnp.asarray(X))])))
+    direct = np.zeros((30, 30))
+    for tree in forest:
+        leaf = np.array([_route_numpy(tree, x, spec.kinds, spec.n_cats) for x in X])
+        direct += leaf[:, None] == leaf[None, :]
+    np.testing.assert_allclose(K, direct / len(forest), atol=1e-12)
+    assert np.linalg.eigvalsh(K).min() > -1e-10
+    np.testing.assert_allclose(np.diag(K), 1.0)
+
+
+def test_grow_from_a_stump_has_the_appendix_h_ratio():
+    """Two real features: w0 = 1 and w1* = 1, and the rule terms cancel (Pr(rule) = 1/2 times the threshold
+    density), so Eq. 6 x Eq. 7 = alpha (1 - alpha 2^-beta)^2 / (1 - alpha) whatever rule is drawn."""
+    spec = TreeSpec.from_space(Space([Real("a", 0.0, 1.0), Real("b", 0.0, 1.0)]), max_depth=4, alpha=0.9, beta=1.5)
+    stump = jnp.zeros((spec.n_nodes, spec.width))
+    expected = math.log(0.9 * (1 - 0.9 * 2**-1.5) ** 2 / (1 - 0.9))
+    prop = jax.jit(lambda k, t: propose(spec, k, t))
+    for seed in range(20):
+        p = prop(jax.random.PRNGKey(seed), stump)
+        if int(p.kind) == GROW:
+            assert float(p.log_prior_ratio + p.log_transition_ratio) == pytest.approx(expected, abs=1e-12)
+            back = prop(jax.random.PRNGKey(1000 + seed), p.tree)
+            if int(back.kind) == PRUNE:  # the inverse move has the inverse ratio
+                assert float(back.log_prior_ratio + back.log_transition_ratio) == pytest.approx(-expected, abs=1e-12)
+        else:
+            assert not bool(p.possible)  # a stump cannot be pruned or changed
+
+
+def test_proposals_are_valid_and_their_prior_ratio_is_exact(prior_forests):
+    spec, forests = prior_forests
+    counts = {GROW: 0, PRUNE: 0, CHANGE: 0}
+    prop = jax.jit(lambda k, t: propose(spec, k, t))
+    for s in range(150):
+        tree = jnp.asarray(forests[s])
+        p = prop(jax.random.PRNGKey(s), tree)
+        if not bool(p.possible):
+            continue
+        counts[int(p.kind)] += 1
+        new_lp, old_lp = float(tree_log_prob(spec, p.tree)), float(tree_log_prob(spec, tree))
+        assert np.isfinite(new_lp)  # every proposed tree is a valid tree (rules inside their sub-domains)
+        assert float(p.log_prior_ratio) == pytest.approx(new_lp - old_lp, abs=1e-9)
+        # transition ratio: recount the targets of the move and its inverse by hand
+        def n_growable(t):
+            p_ = np.asarray(split_probabilities(spec, *all_domains(spec, t), jnp.asarray(spec.depth)))
+            return int(np.sum(np.asarray(exists(spec, t)) & (np.asarray(t)[:, 0] < 0.5) & (p_ > 0)))
+        i = int(p.node)
+        lo, hi, reach = node_domain(spec, tree, i)
+        if int(p.kind) == GROW:
+            expected = (math.log(n_growable(tree)) - float(rule_log_prob(spec, lo, hi, reach, p.tree[i]))
+                        - math.log(int(np.sum(np.asarray(singly_internal(spec, p.tree))))))
+        elif int(p.kind) == PRUNE:
+            expected = (math.log(int(np.sum(np.asarray(singly_internal(spec, tree))))) - math.log(n_growable(p.tree))
+                        + float(rule_log_prob(spec, lo, hi, reach, tree[i])))
+        else:
+            expected = float(rule_log_prob(spec, lo, hi, reach, tree[i]) - rule_log_prob(spec, lo, hi, reach, p.tree[i]))
+        assert float(p.log_transition_ratio) == pytest.approx(expected, abs=1e-9)
+    assert min(counts.values()) >= 10
+
+
+def test_lowrank_update_agrees_with_a_fresh_cholesky(prior_forests):
+    spec, forests = prior_forests
+    X = MIXED.encode(MIXED.sample(40, seed=5))
+    data = make_data(X, np.sin(3 * X[:, 0]) + X[:, 2], size=64)
+    m, noise = 20, jnp.array(0.05)
+    forest = jnp.asarray(forests[:m])
+    leaves = route_forest(spec, forest, data.X)
+    low = initial_likelihood_state("lowrank", leaves, m, noise, data.mask, data.y)
+    chol = initial_likelihood_state("cholesky", leaves, m, noise, data.mask, data.y)
+    checked = 0
+    for s in range(40):
+        t = s % m
+        p = propose(spec, jax.random.PRNGKey(s), forest[t])
+        if not bool(p.possible):
+            continue
+        new_t = route(spec, p.tree, data.X)
+        U, c = move_pieces(p.kind, p.node, leaves[t], new_t, data.mask)
+        d_low, low_new = lowrank_delta(low, U, c, m, data.y)
+        d_chol, chol_new = cholesky_delta(chol, leaves[t], new_t, m, noise, data.mask, data.y)
+        assert float(d_low) == pytest.approx(float(d_chol), abs=1e-8)
+        # accept every move: the cached inverse keeps tracking the exact one
+        forest, leaves = forest.at[t].set(p.tree), leaves.at[t].set(new_t)
+        low, chol = low_new, chol_new
+        checked += 1
+    fresh = initial_likelihood_state("lowrank", leaves, m, noise, data.mask, data.y)
+    np.testing.assert_allclose(np.asarray(low.Ainv), np.asarray(fresh.Ainv), atol=1e-7)
+    assert float(low.logdet) == pytest.approx(float(fresh.logdet), abs=1e-8)
+    assert checked >= 25
+
+
+def test_both_likelihood_routes_give_the_same_chain():
+    X = MIXED.encode(MIXED.sample(20, seed=1))
+    y = np.cos(4 * X[:, 0])
+    forests = []
+    for update in ("lowrank", "cholesky"):
+        s = BARK(MIXED, num_trees=8, max_depth=4, update=update)
+        data = make_data(X, y)
+        ctx = s.move_context(data, {}, {"forest": jnp.zeros(s.forest_prior().event_shape), "noise": jnp.array(0.1)})
+        sweep = jax.jit(lambda k, f, ctx=ctx: forest_sweep(k, f, None, ctx._replace(forest=f)))
+        f = ctx.forest
+        for k in range(10):
+            f, _ = sweep(jax.random.PRNGKey(k), f)
+        forests.append(np.asarray(f))
+    np.testing.assert_array_equal(forests[0], forests[1])
+
+
+def _ess_z(draws, target):
+    """z-score of the mean of `draws` [chains, draws] against `target`, with ArviZ's effective sample size."""
+    ess = float(az.ess(np.asarray(draws, dtype=np.float64)[None] if draws.ndim == 1 else draws))
+    return (np.mean(draws) - target) / (np.std(draws) / math.sqrt(ess) + 1e-300), ess
+
+
+def test_without_data_the_chains_reproduce_the_prior(prior_forests):
+    """No observations: grow / prune / change must leave the BART prior invariant and the noise walk
+    the inverse-gamma prior. Compared with direct prior draws; tolerances from the chains' ESS."""
+    spec, direct = prior_forests
+    s = BARK(MIXED, num_trees=5, max_depth=4)
+    post = sample(s, np.zeros((0, MIXED.dim)), np.zeros(0), 7, num_warmup=100, num_samples=600, num_chains=4,
+                  thinning=2)
+    leaves = np.asarray(leaf_count(spec, post.samples["forest"]))  # [C, S, m]
+    ref = np.asarray(leaf_count(spec, direct))
+    ref_more = np.asarray(leaf_count(spec, jax.jit(BARTPrior(spec, 20000).sample)(jax.random.PRNGKey(9))))
+    ref = np.concatenate([ref, ref_more])
+    for k in (1, 2, 3, 4):  # P(leaves == k) and P(leaves > 4), per-tree indicators averaged over trees
+        ind = (leaves == k).mean(-1) if k < 4 else (leaves >= 4).mean(-1)
+        target = (ref == k).mean() if k < 4 else (ref >= 4).mean()
+        z, ess = _ess_z(ind, target)
+        assert abs(z) < 4.5, (k, ind.mean(), target, ess)
+    noise = post.samples["noise"]
+    ig = stats.invgamma(1.5, scale=float(noise_prior().rate))
+    for q in (0.1, 0.5, 0.9):
+        z, ess = _ess_z((noise < ig.ppf(q)).astype(float), q)
+        assert abs(z) < 4.5, (q, (noise < ig.ppf(q)).mean(), ess)
+    idata = post.to_arviz()
+    for name in ("noise", "leaves", "depth", "total_leaves", "splits"):
+        assert name in idata.posterior
+    assert idata.posterior["leaves"].dims[-1] == "tree" and list(idata.posterior["splits"].coords["feature"].values) == MIXED.names
+    for name in ("accept_grow", "accept_prune", "accept_change", "accept_noise"):
+        assert name in idata.sample_stats
+    summary = az.summary(idata, var_names=["noise", "total_leaves"], kind="diagnostics")
+    assert np.all(summary["r_hat"] < 1.1)
+
+
+@pytest.fixture(scope="module")
+def small_bark_acqf():
+    space = Space([Real("a", 0.0, 1.0), Integer("k", 0, 4), Categorical("c", ("x", "y", "z"))])
+    X = space.encode(space.sample(12, seed=2))
+    y = np.where(X[:, 0] > 0.6, 1.0, 0.0) + 0.3 * X[:, 1] - 0.5 * (X[:, 2] == 1)
+    s = BARK(space, num_trees=3, max_depth=3)
+    post = sample(s, X, y, 3, num_warmup=60, num_samples=2, num_chains=2, thinning=5)
+    return space, AcquisitionFunction(post, UCB(beta=2.0), best=float(y.min()))
+
+
+def test_mip_finds_the_brute_force_optimum_and_reports_the_value_at_its_point(small_bark_acqf):
+    space, acqf = small_bark_acqf
+    x, value, info = optimize_mip(acqf, space, np.random.default_rng(0), MIPConfig(time_limit=30.0, gap=0.0, n_pool=64))
+    assert info["fallback"] is None and info["status"] == "optimal", info
+    assert info["mip_value"] == pytest.approx(value, abs=1e-6)  # MIP objective == acquisition at the point
+    assert float(acqf.values(x[None])[0]) == pytest.approx(value, abs=1e-12)
+    # brute force: every leaf box of every tree is a union of cells of the threshold grid
+    forests = np.asarray(acqf.prepared[0]["forest"])
+    split = forests[..., 0] > 0.5
+    cuts = np.unique(forests[..., 2][split & (forests[..., 1] == 0)])
+    edges = np.concatenate([[0.0], cuts, [1.0]])
+    reals = 0.5 * (edges[:-1] + edges[1:])
+    grid = np.array([[a, k / 4, c] for a in reals for k in range(5) for c in range(3)])
+    assert float(acqf.values(grid).max()) == pytest.approx(value, abs=1e-9)
+    assert space.validate(space.decode(x))
+
+
+def test_mip_falls_back_to_the_pool_when_the_solver_fails(small_bark_acqf, monkeypatch):
+    import optim.mip as mip
+    space, acqf = small_bark_acqf
+    monkeypatch.setattr(mip, "run_worker", lambda problem, timeout: {"status": "crashed: exit -6"})
+    x, value, info = optimize_mip(acqf, space, np.random.default_rng(0), MIPConfig(n_pool=64))
+    assert info["fallback"].startswith("no MIP solution") and value == pytest.approx(info["pool_value"])
+    with pytest.raises(ValueError, match="UCB only"):
+        from optim.acquisition import LogEI
+        optimize_mip(AcquisitionFunction(acqf.posterior, LogEI(), best=0.0), space, np.random.default_rng(0))
+
+
+def test_bark_bo_loop_records_the_mip_and_is_reproducible():
+    from optim import minimize
+    from optim.loop import SamplerSettings
+    space = Space([Real("a", 0.0, 1.0), Categorical("c", ("x", "y", "z"))])
+
+    def f(c):
+        return (c["a"] - 0.3) ** 2 + (0.0 if c["c"] == "y" else 0.5)
+    settings = dict(sampler=SamplerSettings(num_chains=2, cold_warmup=40, warm_warmup=0, num_samples=2, thinning=5),
+                    optimizer=MIPConfig(time_limit=2.0, n_pool=64))
+    runs = [minimize(f, space, surrogate=BARK(space, num_trees=5, max_depth=3), budget=8, n_init=5, seed=1, **settings)
+            for _ in range(2)]
+    bo = [h for h in runs[0].history if h["source"] == "bo"]
+    assert bo and all(h["optimizer_info"]["optimizer"] == "mip" for h in bo)
+    assert [h["value"] for h in runs[0].history] == [h["value"] for h in runs[1].history]
