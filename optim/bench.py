@@ -295,6 +295,8 @@ def cmd_bark_updates(args) -> int:
         for k in range(args.proposals):  # accept every proposal: errors accumulate as in a sweep
             t = k % s.num_trees
             p = propose(s.spec, jax.random.PRNGKey(100 + k), forest[t])
+            if not bool(p.possible):  # the sweep rejects these without touching the cache
+                continue
             new_t = route(s.spec, p.tree, data.X)
             U, c = move_pieces(p.kind, p.node, leaves[t], new_t, data.mask)
             d_low, low = lowrank_delta(low, U, c, s.num_trees, data.y)
