@@ -115,7 +115,7 @@ def _runner(surrogate, moves, num_warmup, num_samples, num_chains, thinning, col
     def run_chain(key, z0, disc0, step0, inv_mass0, data):
         k_init, k_warm, k_draw = jax.random.split(key, 3)
         if not z0:  # no continuous site: moves only, no NUTS
-            hmc_state = MovesOnly({}, gen(data, disc0)({}))
+            hmc_state = MovesOnly({}, jnp.array(0.0))  # its potential is filled in when a draw is kept
         else:
             hmc_state = init_kernel(
                 z0, num_warmup, step_size=step0, inverse_mass_matrix=inv_mass0,
@@ -133,11 +133,12 @@ def _runner(surrogate, moves, num_warmup, num_samples, num_chains, thinning, col
             if isinstance(hs, MovesOnly):
                 hs = MovesOnly({}, gen(data, disc)({}))
                 s = GibbsState(hs, disc)
+                energy, step_size = hs.potential_energy, jnp.array(0.0)
+            else:
+                energy, step_size = hs.energy, hs.adapt_state.step_size
             model = handlers.condition(surrogate.model, data=disc)
             values = {**constrain_fn(model, (data,), {}, hs.z, return_deterministic=True), **disc}
-            moves_only = isinstance(hs, MovesOnly)
-            stats = {"lp": -hs.potential_energy, "energy": hs.potential_energy if moves_only else hs.energy,
-                     "step_size": jnp.array(0.0) if moves_only else hs.adapt_state.step_size,
+            stats = {"lp": -hs.potential_energy, "energy": energy, "step_size": step_size,
                      "diverging": jnp.any(info["diverging"]),
                      "acceptance_rate": jnp.mean(info["acceptance_rate"]),
                      "n_steps": jnp.mean(info["n_steps"].astype(jnp.float64))}

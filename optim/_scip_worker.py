@@ -23,6 +23,34 @@ import time
 import numpy as np
 
 
+def add_forest_structure(model, p):
+    """Eq. 9a-9g: ordered split binaries w, one-hot categoricals c, and per tree leaf indicators z with
+    the routing constraints of every decision node; returns (w, c, z[s][t])."""
+    from pyscipopt import quicksum
+
+    w = {j: [model.addVar(vtype="B", name=f"w{j}_{k}") for k in range(len(v))] for j, v in p["thresholds"].items()}
+    for ws in w.values():
+        for a, b in zip(ws[:-1], ws[1:]):
+            model.addCons(a <= b)
+    c = {j: [model.addVar(vtype="B", name=f"c{j}_{q}") for q in range(n)] for j, n in p["categories"].items()}
+    for cs in c.values():
+        model.addCons(quicksum(cs) == 1)
+    z_all = []
+    for s, forest in enumerate(p["trees"]):
+        z_all.append([])
+        for t, tree in enumerate(forest):
+            z = [model.addVar(lb=0.0, ub=1.0, name=f"z{s}_{t}_{l}") for l in range(tree["n_leaves"])]
+            z_all[-1].append(z)
+            model.addCons(quicksum(z) == 1)
+            for kind, j, arg, left, right in tree["splits"]:
+                cond = w[j][arg] if kind == "num" else quicksum(c[j][q] for q in arg)
+                if left:
+                    model.addCons(quicksum(z[l] for l in left) <= cond)
+                if right:
+                    model.addCons(quicksum(z[l] for l in right) <= 1 - cond)
+    return w, c, z_all
+
+
 def build(p):
     from pyscipopt import Model, quicksum
 
@@ -31,31 +59,15 @@ def build(p):
     model.setParam("limits/time", float(p["time_limit"]))
     model.setParam("limits/gap", float(p["gap"]))
     model.setParam("randomization/randomseedshift", int(p["seed"]) % 2**31)
-    w = {j: [model.addVar(vtype="B", name=f"w{j}_{k}") for k in range(len(v))] for j, v in p["thresholds"].items()}
-    for ws in w.values():
-        for a, b in zip(ws[:-1], ws[1:]):
-            model.addCons(a <= b)
-    c = {j: [model.addVar(vtype="B", name=f"c{j}_{q}") for q in range(n)] for j, n in p["categories"].items()}
-    for cs in c.values():
-        model.addCons(quicksum(cs) == 1)
+    w, c, z_all = add_forest_structure(model, p)
     S, m, n = p["S"], p["m"], p["n"]
-    sig, z_all, k_all, u_all = [], [], [], []
+    sig, k_all, u_all = [], [], []
     objective = 0
     for s in range(S):
         k_terms = [[] for _ in range(n)]
         for t, tree in enumerate(p["trees"][s]):
-            z = [model.addVar(lb=0.0, ub=1.0, name=f"z{s}_{t}_{l}") for l in range(tree["n_leaves"])]
-            z_all.append(z)
-            model.addCons(quicksum(z) == 1)
-            for split in tree["splits"]:
-                kind, j, arg, left, right = split
-                cond = w[j][arg] if kind == "num" else quicksum(c[j][q] for q in arg)
-                if left:
-                    model.addCons(quicksum(z[l] for l in left) <= cond)
-                if right:
-                    model.addCons(quicksum(z[l] for l in right) <= 1 - cond)
             for i, l in enumerate(tree["point_leaf"]):
-                k_terms[i].append(z[l])
+                k_terms[i].append(z_all[s][t][l])
         k = [model.addVar(lb=0.0, ub=1.0, name=f"k{s}_{i}") for i in range(n)]
         k_all.append(k)
         for i in range(n):
@@ -94,7 +106,7 @@ def warm_start(model, p, w, c, z_all, kus, obj_var):
         kv = np.zeros(p["n"])
         for t, tree in enumerate(p["trees"][s]):
             leaf = p["x0_leaf"][s][t]
-            for l, var in enumerate(z_all[s * m + t]):
+            for l, var in enumerate(z_all[s][t]):
                 model.setSolVal(sol, var, float(l == leaf))
             kv += np.asarray(tree["point_leaf"]) == leaf
         kv /= m

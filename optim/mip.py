@@ -41,10 +41,11 @@ class MIPConfig:
     timeout_margin: float = 30.0  # extra seconds (model building, start-up) before the child is killed
 
 
-def _leaves_and_splits(forest_tree: np.ndarray, depth_slots: int):
-    """Leaves (heap ids) and decision nodes of one heap-array tree, with each node's leaves."""
-    split = forest_tree[:, SPLIT] > 0.5
-    n_nodes = forest_tree.shape[0]
+def _leaves_and_splits(tree: np.ndarray):
+    """Leaves (heap ids, ascending) and decision nodes of one heap-array tree, with the leaves (as
+    positions in that list) under each side of each decision node."""
+    split = tree[:, SPLIT] > 0.5
+    n_nodes = tree.shape[0]
     exists = np.zeros(n_nodes, bool)
     exists[0] = True
     for i in range(n_nodes):
@@ -63,7 +64,36 @@ def _leaves_and_splits(forest_tree: np.ndarray, depth_slots: int):
                 out.append(index[a])
         return sorted(out)
     splits = [(i, under(2 * i + 1), under(2 * i + 2)) for i in range(n_nodes) if exists[i] and split[i]]
-    return leaves, index, splits
+    return leaves, splits
+
+
+def describe_forests(forests: np.ndarray, spec) -> dict:
+    """Forests [S, m, nodes, width] as plain data for the MIP builder (``_scip_worker.add_forest_structure``):
+    the sorted split thresholds of each numeric column, the category count of each categorical one, and
+    per tree its leaves and its decision nodes as (kind, column, threshold position or left categories,
+    left leaves, right leaves)."""
+    parts = [[_leaves_and_splits(tree) for tree in forest] for forest in forests]
+    thresholds: dict[int, set] = {}
+    for forest, per in zip(forests, parts):
+        for tree, (_, splits) in zip(forest, per):
+            for i, _, _ in splits:
+                j = int(tree[i, FEATURE])
+                if spec.kinds[j] != CATEGORICAL:
+                    thresholds.setdefault(j, set()).add(float(tree[i, THRESHOLD]))
+    thresholds = {j: np.array(sorted(v)) for j, v in thresholds.items()}
+    position = {j: {v: k for k, v in enumerate(vals)} for j, vals in thresholds.items()}
+
+    def rule(tree, i):
+        j = int(tree[i, FEATURE])
+        if spec.kinds[j] == CATEGORICAL:
+            return "cat", j, [int(q) for q in np.flatnonzero(tree[i, MASK: MASK + int(spec.n_cats[j])] > 0.5)]
+        return "num", j, position[j][float(tree[i, THRESHOLD])]
+
+    trees = [[{"leaves": np.array(leaves), "n_leaves": len(leaves),
+               "splits": [(*rule(tree, i), left, right) for i, left, right in splits]}
+              for tree, (leaves, splits) in zip(forest, per)] for forest, per in zip(forests, parts)]
+    categories = {j: int(spec.n_cats[j]) for j in range(spec.dim) if spec.kinds[j] == CATEGORICAL}
+    return {"thresholds": thresholds, "categories": categories, "trees": trees}
 
 
 def build_problem(acqf, space: Space, config: MIPConfig, x0: np.ndarray, seed: int) -> dict:
@@ -71,47 +101,22 @@ def build_problem(acqf, space: Space, config: MIPConfig, x0: np.ndarray, seed: i
     acq = acqf.acquisition
     if not isinstance(acq, UCB):
         raise ValueError(f"the MIP optimizer maximizes UCB only; got {acq.name!r} (use acquisition='ucb')")
-    surrogate = acqf.surrogate
-    spec = surrogate.spec
+    spec = acqf.surrogate.spec
     samples, data, pre = acqf.prepared
     forests = np.asarray(samples["forest"])
     n = int(np.sum(np.asarray(data.mask)))
-    point_leaves = np.asarray(pre["leaves"])[:, :, :n]
     S, m = forests.shape[:2]
-    thresholds: dict[int, set] = {}
-    trees = []
-    raw = []
-    for s in range(S):
-        per = []
-        for t in range(m):
-            leaves, index, splits = _leaves_and_splits(forests[s, t], spec.max_depth)
-            raw.append((s, t, splits))
-            for i, _, _ in splits:
-                j = int(forests[s, t, i, FEATURE])
-                if spec.kinds[j] != CATEGORICAL:
-                    thresholds.setdefault(j, set()).add(float(forests[s, t, i, THRESHOLD]))
-            per.append({"n_leaves": len(leaves), "index": index,
-                        "point_leaf": [index[int(h)] for h in point_leaves[s, t]]})
-        trees.append(per)
-    thresholds = {j: np.array(sorted(v)) for j, v in thresholds.items()}
-    position = {j: {v: k for k, v in enumerate(vals)} for j, vals in thresholds.items()}
-    trees_index: dict = {}
-    for s, t, splits in raw:
-        out = []
-        for i, left, right in splits:
-            j = int(forests[s, t, i, FEATURE])
-            if spec.kinds[j] == CATEGORICAL:
-                mask = forests[s, t, i, MASK: MASK + int(spec.n_cats[j])] > 0.5
-                out.append(("cat", j, [int(q) for q in np.flatnonzero(mask)], left, right))
-            else:
-                out.append(("num", j, position[j][float(forests[s, t, i, THRESHOLD])], left, right))
-        trees[s][t]["splits"] = out
-        trees_index.setdefault(s, {})[t] = trees[s][t].pop("index")
+    problem = describe_forests(forests, spec)
+    point_heap = np.asarray(pre["leaves"])[:, :, :n]
     x0_heap = np.asarray(route_forest(spec, forests.reshape((-1,) + forests.shape[2:]), np.asarray(x0)[None]))
-    x0_leaf = [[trees_index[s][t][int(x0_heap[s * m + t, 0])] for t in range(m)] for s in range(S)]
-    categories = {j: int(spec.n_cats[j]) for j in range(space.dim) if spec.kinds[j] == CATEGORICAL}
-    x0_cat = {j: (int(spec.n_cats[j]) - 1 if x0[j] < 0 else int(round(x0[j]))) for j in categories}
-    return {"thresholds": thresholds, "categories": categories, "trees": trees, "S": S, "m": m, "n": n,
+    x0_leaf = []
+    for s in range(S):
+        for t, tree in enumerate(problem["trees"][s]):  # heap ids -> positions in the tree's leaf list
+            tree["point_leaf"] = np.searchsorted(tree["leaves"], point_heap[s, t]).tolist()
+        x0_leaf.append([int(np.searchsorted(tree["leaves"], x0_heap[s * m + t, 0]))
+                        for t, tree in enumerate(problem["trees"][s])])
+    x0_cat = {j: (k - 1 if x0[j] < 0 else int(round(x0[j]))) for j, k in problem["categories"].items()}
+    return {**problem, "S": S, "m": m, "n": n,
             "L": np.asarray(pre["L"])[:, :n, :n], "alpha": np.asarray(pre["alpha"])[:, :n],
             "y_mean": float(data.y_mean), "y_std": float(data.y_std),
             "beta": float(acq.beta_t(acqf.t, space.dim)), "time_limit": config.time_limit, "gap": config.gap,

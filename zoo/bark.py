@@ -58,10 +58,15 @@ class ForestContext(NamedTuple):
         return shared_leaf_fraction(leaves, leaves)
 
 
+def noisy_covariance(K, noise, mask):
+    """Padded K + (noise + jitter) I: the covariance of y given a noise-free kernel matrix (exact
+    zero-density padding). Shared by the model, the tree moves and the noise move."""
+    return linalg.pad_covariance(K + (noise + linalg.JITTER) * jnp.eye(K.shape[0]), mask)
+
+
 def forest_covariance(leaves, noise, mask):
-    """Padded K_forest + noise I from leaf indices [m, n] (exact zero-density padding)."""
-    K = shared_leaf_fraction(leaves, leaves) + noise * jnp.eye(leaves.shape[1])
-    return linalg.pad_covariance(K + linalg.JITTER * jnp.eye(K.shape[0]), mask)
+    """Padded K_forest + noise I from leaf indices [m, n]."""
+    return noisy_covariance(shared_leaf_fraction(leaves, leaves), noise, mask)
 
 
 class BARK(Surrogate):
@@ -175,13 +180,4 @@ class BARK(Surrogate):
         return dims, coords
 
 
-def truncation_mass(alpha: float = 0.95, beta: float = 2.0, max_depth: int = 6) -> float:
-    """Upper bound on the prior probability that an untruncated BART tree would split at max_depth:
-    the expected number of nodes there times their split probability."""
-    expected = 1.0
-    for d in range(max_depth):
-        expected *= 2 * alpha * (1 + d) ** (-beta)
-    return expected * alpha * (1 + max_depth) ** (-beta)
-
-
-__all__ = ["BARK", "ForestContext", "noise_prior", "truncation_mass"]
+__all__ = ["BARK", "ForestContext", "forest_covariance", "noise_prior", "noisy_covariance"]

@@ -131,18 +131,11 @@ def node_domain(spec: TreeSpec, tree, i):
     depth = jnp.asarray(spec.depth)[i]
     lo, hi = jnp.asarray(spec.lo0), jnp.asarray(spec.hi0)
     reach = jnp.asarray(spec.root_reach())
-    cols = jnp.arange(spec.dim)
     for k in range(spec.max_depth):
-        on_path = k < depth
         a = jnp.right_shift(i + 1, jnp.maximum(depth - k, 0)) - 1
         child = jnp.right_shift(i + 1, jnp.maximum(depth - k - 1, 0)) - 1
-        left = child == 2 * a + 1
-        row = tree[a]
-        hit = (cols == row[FEATURE].astype(jnp.int32)) & on_path
-        hi = jnp.where(hit & left, jnp.minimum(hi, row[THRESHOLD]), hi)
-        lo = jnp.where(hit & ~left, jnp.maximum(lo, row[THRESHOLD]), lo)
-        side = jnp.where(left, row[MASK:] > 0.5, row[MASK:] < 0.5)
-        reach = jnp.where(hit[:, None], reach & side[None, :], reach)
+        cut = restrict(spec, lo, hi, reach, tree[a], child == 2 * a + 1)
+        lo, hi, reach = (jnp.where(k < depth, c, d) for c, d in zip(cut, (lo, hi, reach)))
     return lo, hi, reach
 
 

@@ -14,14 +14,15 @@ import jax.numpy as jnp
 
 from inference.moves.binary import metropolis_accept
 from zoo import linalg
+from zoo.bark import noisy_covariance
 
 STEP_SCALE = 0.5  # standard deviation of the walk on log(sigma^2)
 STEPS = 4  # proposals per sweep (cheap: the kernel is shared)
 
 
 def _loglik(K, noise, mask, y):
-    A = linalg.pad_covariance(K + (noise + linalg.JITTER) * jnp.eye(K.shape[0]), mask)
-    return linalg.gaussian_logpdf(y, jnp.zeros_like(y), jnp.linalg.cholesky(A))
+    L = jnp.linalg.cholesky(noisy_covariance(K, noise, mask))
+    return linalg.gaussian_logpdf(y, jnp.zeros_like(y), L)
 
 
 def noise_walk(key, noise, log_density, context):

@@ -30,6 +30,7 @@ from jax.scipy.linalg import cho_solve
 
 from inference.moves.binary import metropolis_accept
 from zoo import linalg
+from zoo.bark import noisy_covariance
 from zoo.trees import (SPLIT, TreeSpec, all_domains, draw_rule, exists, restrict, route, route_forest,
                        rule_log_prob, shared_leaf_fraction, singly_internal, split_probabilities)
 
@@ -125,14 +126,9 @@ class CholeskyState(NamedTuple):
     loglik: jax.Array
 
 
-def _covariance(counts, m, noise, mask):
-    K = counts / m + (noise + linalg.JITTER) * jnp.eye(counts.shape[0])
-    return linalg.pad_covariance(K, mask)
-
-
-def _gauss(L, y):
-    z = jax.scipy.linalg.solve_triangular(L, y, lower=True)
-    return -0.5 * jnp.sum(z**2) - jnp.sum(jnp.log(jnp.diagonal(L)))
+def _loglik(counts, m, noise, mask, y):
+    L = jnp.linalg.cholesky(noisy_covariance(counts / m, noise, mask))
+    return linalg.gaussian_logpdf(y, jnp.zeros_like(y), L)
 
 
 def lowrank_delta(state: LowRankState, U, c, m, y):
@@ -156,19 +152,18 @@ def cholesky_delta(state: CholeskyState, old_t, new_t, m, noise, mask, y):
     """Log-likelihood change and the updated state by refactorizing the proposed covariance."""
     eq = lambda leaves: (leaves[:, None] == leaves[None, :]).astype(jnp.float64)  # noqa: E731
     counts = state.counts - eq(old_t) + eq(new_t)
-    L = jnp.linalg.cholesky(_covariance(counts, m, noise, mask))
-    loglik = _gauss(L, y)
+    loglik = _loglik(counts, m, noise, mask, y)
     return loglik - state.loglik, CholeskyState(counts, loglik)
 
 
 def initial_likelihood_state(update: str, leaves, m, noise, mask, y):
     """Fresh cache for a sweep: the Cholesky of the current covariance (also the periodic refresh)."""
     counts = m * shared_leaf_fraction(leaves, leaves)
-    L = jnp.linalg.cholesky(_covariance(counts, m, noise, mask))
+    L = jnp.linalg.cholesky(noisy_covariance(counts / m, noise, mask))
     if update == "lowrank":
         eye = jnp.eye(L.shape[0])
         return LowRankState(cho_solve((L, True), eye), cho_solve((L, True), y), 2.0 * jnp.sum(jnp.log(jnp.diagonal(L))))
-    return CholeskyState(counts, _gauss(L, y))
+    return CholeskyState(counts, linalg.gaussian_logpdf(y, jnp.zeros_like(y), L))
 
 
 def likelihood_delta(update, state, proposal, old_t, new_t, m, noise, mask, y):

@@ -6,20 +6,21 @@ import functools
 import itertools
 import math
 
+import jax
 import numpy as np
 from scipy.optimize import minimize as scipy_minimize
 
+from optim._scip_worker import add_forest_structure
+from optim.mip import describe_forests
 from optim.problems.base import Problem
-from zoo.space import Categorical, Integer, Real, Space
+from zoo.space import CATEGORICAL, Categorical, Integer, Real, Space
+from zoo.trees import FEATURE, MASK, SPLIT, THRESHOLD, BARTPrior, TreeSpec
 
 # --------------------------------------------------------------------------- TreeFunction
 
 
 def _route_numpy(tree: np.ndarray, x: np.ndarray, kinds, n_cats) -> int:
     """Heap index of the leaf of one tree (zoo.trees layout) that encoded row x reaches."""
-    from zoo.trees import FEATURE, MASK, SPLIT, THRESHOLD
-    from zoo.space import CATEGORICAL
-
     node = 0
     while tree[node, SPLIT] > 0.5:
         f = int(tree[node, FEATURE])
@@ -34,10 +35,6 @@ def _route_numpy(tree: np.ndarray, x: np.ndarray, kinds, n_cats) -> int:
 
 @functools.lru_cache(maxsize=8)
 def _tree_function_parts(categorical: bool, function_seed: int, num_trees: int = 50):
-    import jax
-
-    from zoo.trees import BARTPrior, TreeSpec
-
     params = [Real(f"x{i}", 0.0, 1.0) for i in range(10)]
     if categorical:
         params += [Categorical(f"c{i}", tuple(range(5))) for i in range(10)]
@@ -49,45 +46,16 @@ def _tree_function_parts(categorical: bool, function_seed: int, num_trees: int =
 
 
 def tree_function_minimum(forest, values, spec) -> float:
-    """Exact minimum of a sum of trees: a small MILP (leaf indicators, ordered split binaries) in SCIP."""
+    """Exact minimum of a sum of trees: a small MILP over the trees' leaf boxes (the structure
+    constraints of BARK's acquisition MIP, with a linear objective), solved by SCIP to a zero gap."""
     from pyscipopt import Model, quicksum
-
-    from optim.mip import _leaves_and_splits
-    from zoo.space import CATEGORICAL
-    from zoo.trees import FEATURE, MASK, THRESHOLD
 
     model = Model("tree-function-min")
     model.hideOutput()
-    thresholds = {}
-    parts = [_leaves_and_splits(t, spec.max_depth) for t in forest]
-    for t, (_, _, splits) in enumerate(parts):
-        for i, _, _ in splits:
-            j = int(forest[t, i, FEATURE])
-            if spec.kinds[j] != CATEGORICAL:
-                thresholds.setdefault(j, set()).add(float(forest[t, i, THRESHOLD]))
-    thresholds = {j: sorted(v) for j, v in thresholds.items()}
-    w = {j: [model.addVar(vtype="B") for _ in v] for j, v in thresholds.items()}
-    for ws in w.values():
-        for a, b in zip(ws[:-1], ws[1:]):
-            model.addCons(a <= b)
-    c = {j: [model.addVar(vtype="B") for _ in range(int(spec.n_cats[j]))]
-         for j in range(spec.dim) if spec.kinds[j] == CATEGORICAL}
-    for cs in c.values():
-        model.addCons(quicksum(cs) == 1)
-    objective = 0
-    for t, (leaves, _, splits) in enumerate(parts):
-        z = [model.addVar(lb=0.0, ub=1.0) for _ in leaves]
-        model.addCons(quicksum(z) == 1)
-        for i, left, right in splits:
-            j = int(forest[t, i, FEATURE])
-            if spec.kinds[j] == CATEGORICAL:
-                cond = quicksum(c[j][q] for q in np.flatnonzero(forest[t, i, MASK: MASK + int(spec.n_cats[j])] > 0.5))
-            else:
-                cond = w[j][thresholds[j].index(float(forest[t, i, THRESHOLD]))]
-            model.addCons(quicksum(z[k] for k in left) <= cond)
-            model.addCons(quicksum(z[k] for k in right) <= 1 - cond)
-        objective += quicksum(float(values[t, leaf]) * z[k] for k, leaf in enumerate(leaves))
-    model.setObjective(objective, "minimize")
+    problem = describe_forests(forest[None], spec)
+    _, _, z = add_forest_structure(model, problem)
+    model.setObjective(quicksum(float(values[t, leaf]) * z[0][t][k] for t, tree in enumerate(problem["trees"][0])
+                                for k, leaf in enumerate(tree["leaves"])), "minimize")
     model.setParam("limits/gap", 0.0)
     model.optimize()
     if model.getStatus() != "optimal":
