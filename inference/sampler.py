@@ -24,7 +24,7 @@ from numpyro.infer.util import constrain_fn, potential_energy
 from inference.moves import MOVES
 from inference.posterior import Posterior, WarmStart
 from zoo.base import Surrogate
-from zoo.data import make_data
+from zoo.data import bucket_size, make_data
 
 
 class GibbsState(NamedTuple):
@@ -188,7 +188,7 @@ def sample(surrogate: Surrogate, X, y, key, num_warmup: int = 300, num_samples: 
     Discrete sites: the moves named by the surrogate (or `moves={site: move}`), once per sweep.
     `init`: a previous Posterior of the same surrogate (or its `last_state`); each chain continues
     from its last state with the mass matrix kept, so a short `num_warmup` suffices after new data.
-    `size`: pad the data to this many rows (default: the power-of-two bucket).
+    `size`: pad the data to this many rows (default: the surrogate's bucket, see `Surrogate.bucket_steps`).
     """
     for name, v in (("num_warmup", num_warmup), ("num_samples", num_samples), ("num_chains", num_chains),
                     ("thinning", thinning)):
@@ -197,6 +197,7 @@ def sample(surrogate: Surrogate, X, y, key, num_warmup: int = 300, num_samples: 
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or X.shape[1] != surrogate.space.dim:
         raise ValueError(f"X must be encoded rows [n, {surrogate.space.dim}], got shape {X.shape}")
+    size = bucket_size(X.shape[0], steps=surrogate.bucket_steps) if size is None else size
     data = make_data(X, y, size=size, fill_row=surrogate.space.fill_row())
     move_pairs = resolve_moves(surrogate, moves)
     key = as_key(key)

@@ -52,7 +52,7 @@ def add_forest_structure(model, p):
 
 
 def build(p):
-    from pyscipopt import Model, quicksum
+    from pyscipopt import SCIP_PARAMSETTING, Model, quicksum
 
     model = Model("bark-ucb")
     model.hideOutput()
@@ -86,6 +86,11 @@ def build(p):
     obj_var = model.addVar(lb=None, ub=None, name="acq")  # standardized units: the gap is scale-free
     model.addCons(obj_var == (1.0 / S) * objective)
     model.setObjective(obj_var, "maximize")
+    # Seconds matter more than proofs here: fast presolve (default probing alone takes seconds) and one
+    # separation round let the root LP finish early, so the LP-based heuristics (RENS) run within the
+    # limit. Set once the model is built. (Separation off made SCIP 10 / PySCIPOpt 6.3 abort in free().)
+    model.setPresolve(SCIP_PARAMSETTING.FAST)
+    model.setParam("separating/maxroundsroot", 1)
     return model, w, c, z_all, (k_all, u_all, sig), obj_var
 
 

@@ -35,16 +35,32 @@ def _value_and_grad(surrogate, acquisition, moments="predict_prepared"):
     return jax.jit(vg)
 
 
-def evaluate_in_chunks(fn, X, batch: int, counter: int = 0):
-    """Apply fn (rows [batch, D] -> (values [batch], grads [batch, D])) to X in fixed-size chunks,
-    padding the last one, so the jitted fn sees a single shape; returns values, grads, counter + calls."""
-    n = X.shape[0]
-    vals, grads = np.empty(n), np.empty_like(X)
-    for start in range(0, n, batch):
+@functools.lru_cache(maxsize=64)
+def _values_only(surrogate, acquisition, moments="predict_prepared"):
+    predict = getattr(surrogate, moments)
+
+    def values(cache, X, best, t, dim):
+        mean, var = predict(cache, X)
+        return acquisition(mean, var, best, t, dim)
+    return jax.jit(values)
+
+
+def padded_chunks(X, batch: int):
+    """(start, rows used, chunk) over X in fixed-size chunks, the last padded by repeating its final row,
+    so that a jitted function sees a single shape."""
+    for start in range(0, X.shape[0], batch):
         chunk = X[start:start + batch]
         m = chunk.shape[0]
         if m < batch:
             chunk = np.concatenate([chunk, np.repeat(chunk[-1:], batch - m, axis=0)])
+        yield start, m, chunk
+
+
+def evaluate_in_chunks(fn, X, batch: int, counter: int = 0):
+    """Apply fn (rows [batch, D] -> (values [batch], grads [batch, D])) to X in padded fixed-size chunks;
+    returns values, grads, counter + calls."""
+    vals, grads = np.empty(X.shape[0]), np.empty_like(X)
+    for start, m, chunk in padded_chunks(X, batch):
         v, g = fn(chunk)
         vals[start:start + m], grads[start:start + m] = np.asarray(v)[:m], np.asarray(g)[:m]
         counter += 1
@@ -88,3 +104,15 @@ class AcquisitionFunction:
 
     def values(self, X, dim=None) -> np.ndarray:
         return self(X, dim)[0]
+
+    def scores(self, X, batch: int = 1024) -> np.ndarray:
+        """Values only (no gradients) in large fixed-size chunks: for optimizers that just compare many
+        points (Sobol pools, BARK's leaf-interval search), where the acquisition is piecewise constant."""
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        fn = _values_only(self.surrogate, self.acquisition, self.moments)
+        dim = np.float64(X.shape[1])
+        out = np.empty(X.shape[0])
+        for start, m, chunk in padded_chunks(X, batch):
+            out[start:start + m] = np.asarray(fn(self.prepared, chunk, *self._args, dim))[:m]
+            self.n_evals += 1
+        return out

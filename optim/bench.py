@@ -193,18 +193,83 @@ def regression_cell(model: str, problem_name: str, n: int, seed: int, n_test: in
             "date": datetime.date.today().isoformat()}
 
 
-def cmd_regression(args) -> int:
-    done = {(r["model"], r["problem"], r["n"], r["seed"]) for r in report.load_records(args.out)}
-    cells = [(m, args.problem, n, s) for n in args.sizes for m in args.models for s in range(args.seeds)]
+DATASETS = ("diabetes",)
+
+
+def load_dataset(name: str):
+    """A scikit-learn bundled regression dataset as (Space of its columns, X raw [N, D], y [N])."""
+    if name not in DATASETS:
+        raise ValueError(f"unknown dataset {name!r}; known: {DATASETS}")
+    from sklearn.datasets import load_diabetes
+
+    from zoo.space import Real, Space
+    data = load_diabetes()
+    X, y = np.asarray(data.data, dtype=np.float64), np.asarray(data.target, dtype=np.float64)
+    space = Space([Real(f, float(lo), float(hi)) for f, lo, hi in zip(data.feature_names, X.min(0), X.max(0))])
+    return space, X, y
+
+
+def predictive_scores(post, Xt: np.ndarray, yt: np.ndarray) -> dict:
+    """Test MSE of the posterior-mean prediction and the NLPD: -mean_i log (1/S) sum_s N(y_i | mu_s(x_i),
+    var_s(x_i) + noise_s), the sample-averaged Gaussian predictive density of y (noise included)."""
+    mean, var = post.predict(Xt)
+    noise = np.asarray(post.flat_samples()["noise"]).reshape(-1, 1) * float(post.data.y_std) ** 2
+    total = var + noise
+    logp = -0.5 * (np.log(2 * np.pi * total) + (yt[None] - mean) ** 2 / total)
+    nlpd = -np.mean(np.logaddexp.reduce(logp, axis=0) - np.log(logp.shape[0]))
+    return {"mse": float(np.mean((mean.mean(0) - yt) ** 2)), "nlpd": float(nlpd)}
+
+
+def dataset_regression_cell(model: str, dataset: str, split: int, n_train: int) -> dict:
+    """One random train/test split of a bundled dataset: fit the surrogate (its own sampler defaults) on
+    n_train rows and score the rest by MSE and NLPD (003 Sec. 7.1 / App. E.1)."""
+    from inference import sample
+    from optim.loop import SamplerSettings
+    from optim.registry import make_surrogate
+
+    space, Xraw, y = load_dataset(dataset)
+    rng = np.random.default_rng(np.random.SeedSequence([split, 11]))
+    order = rng.permutation(len(y))
+    train, test = order[:n_train], order[n_train:]
+    names = [c.name for c in space.columns]
+    X = space.encode([dict(zip(names, map(float, row))) for row in Xraw])
+    surrogate = make_surrogate(model, space)
+    s = SamplerSettings.for_surrogate(surrogate)
+    t0 = time.perf_counter()
+    post = sample(surrogate, X[train], y[train], key=split, num_warmup=s.cold_warmup, num_samples=s.num_samples,
+                  num_chains=s.num_chains, thinning=s.thinning, max_tree_depth=s.max_tree_depth,
+                  size=n_train)  # one fit per split: no row bucket needed
+    scores = predictive_scores(post, X[test], y[test])
+    return {"model": model, "dataset": dataset, "split": split, "n_train": n_train, "n_test": len(test), **scores,
+            "seconds": time.perf_counter() - t0, "date": datetime.date.today().isoformat()}
+
+
+def run_cells(name: str, out: str, cells: list, key, cell_fn, describe) -> None:
+    """Run the cells not yet in `out` (matched by key(record) == cell), appending one JSON line each."""
+    done = {key(r) for r in report.load_records(out)}
     todo = [c for c in cells if c not in done]
-    print(f"treezoo-bench regression: {len(cells)} cells, running {len(todo)}", flush=True)
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    print(f"treezoo-bench {name}: {len(cells)} cells, running {len(todo)}", flush=True)
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     for c in todo:
-        rec = regression_cell(*c)
-        with open(args.out, "a") as f:
+        rec = cell_fn(*c)
+        with open(out, "a") as f:
             f.write(json.dumps(rec) + "\n")
-        print(f"  {rec['model']:>12s} n={rec['n']:3d} seed {rec['seed']}: mse {rec['mse']:.3g} "
-              f"({rec['seconds']:.1f} s)", flush=True)
+        print(f"  {describe(rec)} ({rec['seconds']:.1f} s)", flush=True)
+
+
+def cmd_regression_data(args) -> int:
+    cells = [(m, args.dataset, k, args.n_train) for k in range(args.splits) for m in args.models]
+    run_cells("regression-data", args.out, cells, lambda r: (r["model"], r["dataset"], r["split"], r["n_train"]),
+              dataset_regression_cell,
+              lambda r: f"{r['model']:>8s} split {r['split']:2d}: mse {r['mse']:.4g} nlpd {r['nlpd']:.4f}")
+    print(report.dataset_regression_table(report.load_records(args.out), args.reference))
+    return 0
+
+
+def cmd_regression(args) -> int:
+    cells = [(m, args.problem, n, s) for n in args.sizes for m in args.models for s in range(args.seeds)]
+    run_cells("regression", args.out, cells, lambda r: (r["model"], r["problem"], r["n"], r["seed"]), regression_cell,
+              lambda r: f"{r['model']:>12s} n={r['n']:3d} seed {r['seed']}: mse {r['mse']:.3g}")
     print(report.regression_table(report.load_records(args.out), args.reference))
     return 0
 
@@ -358,6 +423,13 @@ def main(argv=None) -> int:
     rg.add_argument("--seeds", type=int, default=10)
     rg.add_argument("--reference", default="addtree", help="model the paired tests compare against")
     rg.add_argument("--out", default="benchmarks/results/regression.jsonl")
+    rd_ = sub.add_parser("regression-data", help="test MSE and NLPD on a bundled dataset over random splits")
+    rd_.add_argument("--dataset", default="diabetes", choices=DATASETS)
+    rd_.add_argument("--models", nargs="+", default=["bark", "gp"])
+    rd_.add_argument("--splits", type=int, default=20)
+    rd_.add_argument("--n-train", type=int, default=150)
+    rd_.add_argument("--reference", default="bark", help="model the paired tests compare against")
+    rd_.add_argument("--out", default="benchmarks/results/regression_data.jsonl")
     bu = sub.add_parser("bark-updates", help="BARK tree-move likelihood: low-rank update vs fresh Cholesky")
     bu.add_argument("--sizes", nargs="+", type=int, default=[50, 150])
     bu.add_argument("--dim", type=int, default=10)
@@ -369,7 +441,7 @@ def main(argv=None) -> int:
     rd.add_argument("--check", action="store_true", help="exit 1 if the document is out of date")
     args = p.parse_args(argv)
     commands = {"run": cmd_run, "table": cmd_table, "timing": cmd_timing, "compiles": cmd_compiles,
-                "regression": cmd_regression, "render": cmd_render, "bark-updates": cmd_bark_updates}
+                "regression": cmd_regression, "regression-data": cmd_regression_data, "render": cmd_render, "bark-updates": cmd_bark_updates}
     return commands[args.command](args)
 
 

@@ -41,6 +41,11 @@ class SamplerSettings:
     thinning: int = 4
     max_tree_depth: int = 6
 
+    @classmethod
+    def for_surrogate(cls, surrogate) -> SamplerSettings:
+        """The defaults, overridden by the surrogate's own `sampler_defaults` (e.g. BARK's long burn-in)."""
+        return cls(**getattr(surrogate, "sampler_defaults", {}))
+
 
 def _derive(seed: int, step: int, stream: int) -> int:
     """A 32-bit integer seed for (user seed, evaluation index, purpose), via NumPy's SeedSequence."""
@@ -93,8 +98,7 @@ class BayesOpt:
         if self.n_init < 1:
             raise ValueError(f"n_init must be >= 1, got {n_init!r}")
         # defaults come from the surrogate: BARK wants 4 chains and a long first burn-in, and a MIP
-        self.sampler = sampler if sampler is not None else SamplerSettings(
-            **getattr(self.surrogate, "sampler_defaults", {}))
+        self.sampler = sampler if sampler is not None else SamplerSettings.for_surrogate(self.surrogate)
         self.optimizer = optimizer if optimizer is not None else default_optimizer_config(self.surrogate)
         self.history: list[dict] = []
         self.posterior: Posterior | None = None

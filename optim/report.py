@@ -155,6 +155,33 @@ def regression_table(records, reference: str = "addtree") -> str:
     return "\n".join(lines)
 
 
+def dataset_regression_table(records, reference: str = "bark") -> str:
+    """Test NLPD and MSE, mean (sd) over splits per model and dataset; the reference's wins over the
+    splits and a two-sided paired Wilcoxon p for each metric."""
+    by: dict = {}
+    for r in records:
+        by.setdefault((r["dataset"], r["n_train"], r["model"]), {})[r["split"]] = r
+    head = (f"| dataset | n train | model | splits | NLPD: mean (sd) | MSE: mean (sd) | {reference} lower NLPD in (p) "
+            f"| {reference} lower MSE in (p) |")
+    lines = [head, "|---|---|---|---|---|---|---|---|"]
+    for (dataset, n, model), recs in sorted(by.items()):
+        cells = [dataset, str(n), model, str(len(recs))]
+        for metric in ("nlpd", "mse"):
+            v = np.array([r[metric] for r in recs.values()])
+            cells.append(f"{v.mean():.4g} ({v.std(ddof=1) if len(v) > 1 else 0.0:.2g})")
+        ref = by.get((dataset, n, reference), {})
+        splits = sorted(set(ref) & set(recs))
+        for metric in ("nlpd", "mse"):
+            if model == reference or not splits:
+                cells.append("")
+                continue
+            a, b = np.array([ref[k][metric] for k in splits]), np.array([recs[k][metric] for k in splits])
+            p = 1.0 if np.allclose(a, b) else float(wilcoxon(a, b).pvalue)
+            cells.append(f"{int(np.sum(a < b))}/{len(splits)} ({p:.3f})")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def per_iteration_table(records, sizes) -> str:
     """Median seconds of fit and acquisition of the BO iteration that saw n observations, per method."""
     head = ["problem", "method"] + [f"n={n}: fit + acq s" for n in sizes]
@@ -227,7 +254,7 @@ _BLOCK = re.compile(r"(<!-- treezoo-bench: (?P<args>.*?) -->\n)(?P<body>.*?)(<!-
 
 def render_block(args: str, base_dir: str) -> str:
     """The text of one block: `regret FILES --at B..`, `wilcoxon FILES --reference M --at B`,
-    `periter FILES --at N..`, `regression FILE [--reference M]`, `timing FILE`, `compiles FILE`;
+    `periter FILES --at N..`, `regression FILE [--reference M]`, `regression-data FILE [--reference M]`, `timing FILE`, `compiles FILE`;
     FILES is a comma-separated list of results files."""
     argv = shlex.split(args)
     kind, paths = argv[0], [os.path.join(base_dir, p) for p in argv[1].split(",")]
@@ -241,7 +268,7 @@ def render_block(args: str, base_dir: str) -> str:
             opts[key].append(a)
     data = ([r for p in paths for r in load_records(p)] if kind in ("regret", "wilcoxon", "periter", "mip")
             else load_records(paths[0]))
-    if "problems" in opts and kind != "regression":
+    if "problems" in opts and kind not in ("regression", "regression-data"):
         data = [r for r in data if r.get("problem") in opts["problems"]]
     if not data:
         raise FileNotFoundError(f"no results in {argv[1]}")
@@ -255,6 +282,8 @@ def render_block(args: str, base_dir: str) -> str:
         return per_iteration_table(data, [int(n) for n in opts.get("at", ["20"])])
     if kind == "regression":
         return regression_table(data, opts.get("reference", ["addtree"])[0])
+    if kind == "regression-data":
+        return dataset_regression_table(data, opts.get("reference", ["bark"])[0])
     if kind == "timing":
         return timing_table(data)
     if kind == "compiles":
@@ -263,9 +292,10 @@ def render_block(args: str, base_dir: str) -> str:
 
 
 def mip_table(records) -> str:
-    """Per problem: how the MIP acquisition optimizer ended over all BO iterations of all seeds."""
-    head = ["problem", "iterations", "status counts", "gap: median [q75]", "fell back to the pool",
-            "acq s: median [max]"]
+    """Per problem: how the MIP acquisition optimizer ended over all BO iterations of all seeds, how often
+    coordinate polishing improved the pool's best point, and how often SCIP then improved on that start."""
+    head = ["problem", "iterations", "status counts", "gap: median [q75]", "polish beat the pool",
+            "SCIP beat its warm start", "fell back", "acq s: median [max]"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     by_problem: dict = {}
     for r in records:
@@ -273,6 +303,9 @@ def mip_table(records) -> str:
             for info, acq in zip(r["optimizer_info"], r["acq_seconds"]):
                 if info is not None:
                     by_problem.setdefault(r["problem"], []).append((info, acq))
+
+    def better(a, b):
+        return a is not None and b is not None and a > b + 1e-9 * max(1.0, abs(b))
     for problem, items in sorted(by_problem.items()):
         statuses: dict = {}
         for info, _ in items:
@@ -280,9 +313,12 @@ def mip_table(records) -> str:
         gaps = np.array([i["gap"] for i, _ in items if i.get("gap") is not None and i["gap"] < 1e19])
         acq = np.array([a for _, a in items])
         fell = sum(1 for i, _ in items if i.get("fallback"))
+        polished = [i for i, _ in items if "polished_value" in i]
+        polish = f"{sum(better(i['polished_value'], i['pool_value']) for i in polished)}/{len(polished)}" if polished else "not run"
+        scip = sum(better(i.get("mip_value"), i.get("polished_value", i["pool_value"])) for i, _ in items)
         gap = f"{np.median(gaps):.3f} [{np.quantile(gaps, 0.75):.3f}]" if len(gaps) else "-"
         lines.append(f"| {problem} | {len(items)} | " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items()))
-                     + f" | {gap} | {fell} | {np.median(acq):.2f} [{acq.max():.2f}] |")
+                     + f" | {gap} | {polish} | {scip}/{len(items)} | {fell} | {np.median(acq):.2f} [{acq.max():.2f}] |")
     return "\n".join(lines)
 
 

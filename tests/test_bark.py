@@ -17,6 +17,7 @@ from optim.acquisition import UCB
 from optim.mip import MIPConfig, optimize_mip
 from optim.problems.mixed import _route_numpy
 from zoo import Categorical, Integer, Real, Space
+from zoo.linalg import JITTER
 from zoo.bark import BARK, noise_prior
 from zoo.data import make_data
 from zoo.trees import (BARTPrior, TreeSpec, all_domains, exists, leaf_count, node_domain, route, route_forest,
@@ -210,6 +211,26 @@ def small_bark_acqf():
     return space, AcquisitionFunction(post, UCB(beta=2.0), best=float(y.min()))
 
 
+def test_predictions_equal_the_direct_gp_formulas(small_bark_acqf):
+    """The table-based predict (sums of per-leaf rows) against Eq. 10b-c written out with the kernel matrix."""
+    space, acqf = small_bark_acqf
+    post, s = acqf.posterior, acqf.surrogate
+    Xq = space.encode(space.sample(9, seed=4))
+    mean, var = post.predict(Xq)
+    d = post.data
+    n = len(post.y)
+    for i, (forest, noise) in enumerate(zip(post.flat_samples()["forest"], post.flat_samples()["noise"])):
+        lx, lq = np.asarray(route_forest(s.spec, forest, d.X[:n])), np.asarray(route_forest(s.spec, forest, Xq))
+        K = (lx[:, :, None] == lx[:, None, :]).mean(0) + (noise + JITTER) * np.eye(n)
+        k = (lx[:, :, None] == lq[:, None, :]).mean(0)
+        ys = (post.y - d.y_mean) / d.y_std
+        m_direct = d.y_mean + d.y_std * k.T @ np.linalg.solve(K, ys)
+        v_direct = d.y_std**2 * (1.0 - np.sum(k * np.linalg.solve(K, k), axis=0))
+        tol = 100 * np.finfo(float).eps * np.linalg.cond(K) * d.y_std * max(1.0, np.abs(ys).max())  # solve error
+        np.testing.assert_allclose(mean[i], m_direct, rtol=0, atol=tol)
+        np.testing.assert_allclose(var[i], np.maximum(v_direct, 1e-12 * d.y_std**2), rtol=0, atol=tol * d.y_std)
+
+
 def test_mip_finds_the_brute_force_optimum_and_reports_the_value_at_its_point(small_bark_acqf):
     space, acqf = small_bark_acqf
     x, value, info = optimize_mip(acqf, space, np.random.default_rng(0), MIPConfig(time_limit=30.0, gap=0.0, n_pool=64))
@@ -232,10 +253,29 @@ def test_mip_falls_back_to_the_pool_when_the_solver_fails(small_bark_acqf, monke
     space, acqf = small_bark_acqf
     monkeypatch.setattr(mip, "run_worker", lambda problem, timeout: {"status": "crashed: exit -6"})
     x, value, info = optimize_mip(acqf, space, np.random.default_rng(0), MIPConfig(n_pool=64))
-    assert info["fallback"].startswith("no MIP solution") and value == pytest.approx(info["pool_value"])
+    assert info["fallback"].startswith("no MIP solution") and value == pytest.approx(info["polished_value"])
+    assert info["polished_value"] >= info["pool_value"] and float(acqf.values(x[None])[0]) == pytest.approx(value)
     with pytest.raises(ValueError, match="UCB only"):
         from optim.acquisition import LogEI
         optimize_mip(AcquisitionFunction(acqf.posterior, LogEI(), best=0.0), space, np.random.default_rng(0))
+
+
+def test_polish_ends_where_no_single_column_change_improves(small_bark_acqf):
+    from optim.mip import coordinate_candidates, describe_forests, polish
+    space, acqf = small_bark_acqf
+    spec = acqf.surrogate.spec
+    description = describe_forests(np.asarray(acqf.prepared[0]["forest"]), spec)
+    candidates = coordinate_candidates(space, spec, description["thresholds"])
+    assert set(candidates[2]) == {0.0, 1.0, 2.0} and set(candidates[1]) <= {k / 4 for k in range(5)}
+    X0 = space.encode(space.sample(3, seed=5))
+    v0 = acqf.values(X0)
+    X, v = polish(acqf, space, candidates, X0, v0, max_sweeps=50)
+    assert np.all(v >= v0) and np.allclose(acqf.values(X), v)
+    for x, value in zip(X, v):
+        for j, values in candidates.items():
+            trial = np.repeat(x[None], len(values), axis=0)
+            trial[:, j] = values
+            assert acqf.values(trial).max() <= value + 1e-12
 
 
 def test_bark_bo_loop_records_the_mip_and_is_reproducible():

@@ -108,3 +108,33 @@ def test_benchmarks_document_matches_its_results():
     from pathlib import Path
     doc = Path(__file__).resolve().parent.parent / "BENCHMARKS.md"
     assert report.render(str(doc), check=True), "run: treezoo-bench render BENCHMARKS.md"
+
+
+def test_predictive_scores_average_densities_over_samples_and_scale_the_noise():
+    from scipy import stats
+
+    class FakePosterior:
+        data = type("D", (), {"y_std": 2.0})()
+
+        def predict(self, Xq):
+            return np.array([[0.0, 1.0], [2.0, 1.0]]), np.array([[1.0, 0.5], [0.25, 0.5]])
+
+        def flat_samples(self):
+            return {"noise": np.array([0.25, 0.0])}  # standardized units: times y_std^2 = 4 -> 1.0 and 0.0
+
+    yt = np.array([0.5, 1.5])
+    got = bench.predictive_scores(FakePosterior(), None, yt)
+    dens = [0.5 * (stats.norm.pdf(yt[i], 0.0 if i == 0 else 1.0, np.sqrt([2.0, 1.5][i]))
+                   + stats.norm.pdf(yt[i], 2.0 if i == 0 else 1.0, np.sqrt([0.25, 0.5][i]))) for i in range(2)]
+    assert got["nlpd"] == pytest.approx(-np.mean(np.log(dens)), rel=1e-12)
+    assert got["mse"] == pytest.approx(np.mean((np.array([1.0, 1.0]) - yt) ** 2))
+
+
+def test_regression_data_runs_a_split_and_renders_its_table(tmp_path, capsys):
+    pytest.importorskip("sklearn")
+    out = tmp_path / "rd.jsonl"
+    assert bench.main(["regression-data", "--models", "gp", "--splits", "1", "--n-train", "30", "--reference", "gp",
+                       "--out", str(out)]) == 0
+    rec = json.loads(out.read_text())
+    assert rec["n_test"] == 442 - 30 and np.isfinite(rec["nlpd"]) and rec["mse"] > 0
+    assert "| diabetes | 30 | gp | 1 |" in report.render_block(f"regression-data {out.name}", str(tmp_path))

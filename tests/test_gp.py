@@ -117,3 +117,4 @@ def test_make_data_standardizes_and_handles_constant_observations():
     with pytest.raises(ValueError, match="finite"):
         make_data(X, [1.0, np.nan, 2.0, 3.0])
     assert [bucket_size(n) for n in (0, 20, 33, 100)] == [32, 32, 64, 128]
+    assert [bucket_size(n, steps=(1.0, 1.5)) for n in (20, 33, 49, 64, 65, 97)] == [32, 48, 64, 64, 96, 128]

@@ -30,6 +30,9 @@ class Surrogate:
     #: discrete sample sites -> move family (a key of inference.moves.MOVES) that updates them
     discrete_sites: Mapping[str, str] = {}
 
+    #: padded-row buckets (see zoo.data.bucket_size): each new bucket compiles the sampler once more
+    bucket_steps: tuple = (1.0,)
+
     def __init__(self, space: Space):
         if not isinstance(space, Space):
             raise TypeError(f"a surrogate needs a zoo.Space, got {type(space).__name__}")

@@ -19,12 +19,16 @@ class Data(NamedTuple):
         return int(np.sum(self.mask))
 
 
-def bucket_size(n: int, min_size: int = 32) -> int:
-    """Smallest power of two >= max(n, min_size): a 100-step BO run sees about 3 sizes."""
+def bucket_size(n: int, min_size: int = 32, steps: tuple = (1.0,)) -> int:
+    """Smallest bucket >= max(n, min_size), buckets being min_size * 2^k * step for each step in `steps`.
+    The default (powers of two) makes a 100-step BO run see about 3 sizes; steps (1, 1.5) add midpoints
+    (32, 48, 64, 96, ...) for models whose cost grows steeply with padded rows."""
     size = min_size
-    while size < n:
+    while True:
+        for step in steps:
+            if int(size * step) >= n:
+                return int(size * step)
         size *= 2
-    return size
 
 
 def make_data(X, y, size: int | None = None, fill_row=None) -> Data:
