@@ -45,6 +45,14 @@ def _values_only(surrogate, acquisition, moments="predict_prepared"):
     return jax.jit(values)
 
 
+@functools.lru_cache(maxsize=64)
+def _coordinate_values(surrogate, acquisition):
+    def values(cache, x, column, candidates, trees, valid, best, t, dim):
+        mean, var = surrogate.coordinate_moments(cache, x, column, candidates, trees, valid)
+        return acquisition(mean, var, best, t, dim)
+    return jax.jit(values)
+
+
 def padded_chunks(X, batch: int):
     """(start, rows used, chunk) over X in fixed-size chunks, the last padded by repeating its final row,
     so that a jitted function sees a single shape."""
@@ -104,6 +112,22 @@ class AcquisitionFunction:
 
     def values(self, X, dim=None) -> np.ndarray:
         return self(X, dim)[0]
+
+    def coordinate_scores(self, x, column: int, candidates, trees, size: tuple[int, int] | None = None) -> np.ndarray:
+        """Values at row x with `column` set to each of `candidates` [K], through the surrogate's
+        `coordinate_moments` (only the posterior trees `trees` that split on that column are re-routed).
+        `size` = (K, P) pads candidates and trees to fixed lengths so one compiled shape serves all columns."""
+        candidates = np.asarray(candidates, dtype=np.float64)
+        trees = np.asarray(trees, dtype=np.int32)
+        k, p = size if size is not None else (len(candidates), max(len(trees), 1))
+        padded = np.concatenate([candidates, np.repeat(candidates[-1:], k - len(candidates))])
+        valid = np.arange(p) < len(trees)
+        tree_idx = np.concatenate([trees, np.zeros(p - len(trees), np.int32)])
+        fn = _coordinate_values(self.surrogate, self.acquisition)
+        out = fn(self.prepared, np.asarray(x, dtype=np.float64), np.int32(column), padded, tree_idx, valid,
+                 *self._args, np.float64(len(x)))
+        self.n_evals += 1
+        return np.asarray(out)[: len(candidates)]
 
     def scores(self, X, batch: int = 1024) -> np.ndarray:
         """Values only (no gradients) in large fixed-size chunks: for optimizers that just compare many

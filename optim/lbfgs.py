@@ -27,7 +27,7 @@ class LBFGSConfig:
     n_raw: int = 512  # Sobol pool per path (and per categorical assignment)
     n_restarts: int = 16  # L-BFGS-B starts taken from the best pool points
     maxiter: int = 100
-    enum_limit: int = 16  # enumerate categorical combinations up to this many
+    enum_limit: int = 4  # enumerate categorical combinations up to this many (each costs a pool + L-BFGS-B)
     alternations: int = 2  # rounds of categorical coordinate ascent otherwise
 
 

@@ -81,7 +81,12 @@ def _seconds(s: float) -> str:
 
 
 def regret_table(records, at) -> str:
-    head = (["problem", "method", "seeds"] + [f"log10 regret @{b}: median [q25, q75]" for b in at]
+    """Median and quartiles of log10 regret per (problem, method); for problems whose optimum is unknown
+    the cells hold the best value found, and the header says so."""
+    unknown = {r.get("optimum") is None for r in records}
+    label = {frozenset({False}): "log10 regret", frozenset({True}): "best value"}.get(
+        frozenset(unknown), "log10 regret (best value where no optimum is known)")
+    head = (["problem", "method", "seeds"] + [f"{label} @{b}: median [q25, q75]" for b in at]
             + ["within 1e-2 @ end", "s/iter fit (median)", "s/iter acq (median)", "s/run (median)"])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in summarize(records, at):

@@ -86,11 +86,18 @@ def test_table_wilcoxon_and_plot(tmp_path, capsys):
 def test_paired_wilcoxon_verdicts():
     def rec(method, seed, final):
         return {"status": "ok", "problem": "p", "method": method, "seed": seed, "optimum": 0.0,
-                "values": [10.0, final], "fit_seconds": [0, 0], "acq_seconds": [0, 0], "sources": ["init", "bo"]}
+                "values": [10.0, final], "fit_seconds": [0, 0], "acq_seconds": [0, 0], "sources": ["init", "bo"],
+                "seconds": 1.0}
     records = [rec("ref", s, 1.0 + s) for s in range(8)] + [rec("good", s, 0.1 * (s + 1)) for s in range(8)]
     records += [rec("same", s, 1.0 + s) for s in range(8)]
     verdicts = {t["method"]: t["verdict"] for t in report.paired_tests(records, "ref", 2)}
     assert verdicts == {"good": "win", "same": "tie"}
+    # the regret table names what its cells hold: log10 regret, or the best value when no optimum is known
+    assert "log10 regret @2" in report.regret_table(records, [2])
+    unknown = [dict(r, optimum=None) for r in records]
+    table = report.regret_table(unknown, [2])
+    assert "best value @2" in table and "| p | good | 8 | 0.45 [0.28, 0.63] |" in table
+    assert "best value where no optimum is known" in report.regret_table(records + unknown[:1], [2])
 
 
 def test_render_regenerates_blocks_and_check_detects_drift(tmp_path):
