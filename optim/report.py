@@ -86,6 +86,7 @@ def regret_table(records, at) -> str:
     unknown = {r.get("optimum") is None for r in records}
     label = {frozenset({False}): "log10 regret", frozenset({True}): "best value"}.get(
         frozenset(unknown), "log10 regret (best value where no optimum is known)")
+    fmt = ".2f" if label == "log10 regret" else ".4f"  # best values (e.g. error rates) need the digits
     head = (["problem", "method", "seeds"] + [f"{label} @{b}: median [q25, q75]" for b in at]
             + ["within 1e-2 @ end", "s/iter fit (median)", "s/iter acq (median)", "s/run (median)"])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -93,7 +94,7 @@ def regret_table(records, at) -> str:
         cells = [r["problem"], r["method"], str(r["seeds"])]
         for b in at:
             q = r[b]
-            cells.append("n/a" if q is None else f"{q[1]:.2f} [{q[0]:.2f}, {q[2]:.2f}]")
+            cells.append("n/a" if q is None else f"{q[1]:{fmt}} [{q[0]:{fmt}}, {q[2]:{fmt}}]")
         hits = "n/a" if r["hits"] is None else f"{r['hits'][0]}/{r['hits'][1]}"
         cells += [hits, _seconds(r["fit_s"]), _seconds(r["acq_s"]), f"{r['run_s']:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")

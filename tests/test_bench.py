@@ -96,7 +96,7 @@ def test_paired_wilcoxon_verdicts():
     assert "log10 regret @2" in report.regret_table(records, [2])
     unknown = [dict(r, optimum=None) for r in records]
     table = report.regret_table(unknown, [2])
-    assert "best value @2" in table and "| p | good | 8 | 0.45 [0.28, 0.63] |" in table
+    assert "best value @2" in table and "| p | good | 8 | 0.4500 [0.2750, 0.6250] |" in table
     assert "best value where no optimum is known" in report.regret_table(records + unknown[:1], [2])
 
 
