@@ -216,7 +216,7 @@ def polish(acqf, space: Space, candidates: dict, X: np.ndarray, values: np.ndarr
     X, values = X.copy(), values.copy()
     fast = trees is not None and _fast_coordinates(acqf, space)
     if fast:
-        size = (bucket_size(max(len(c) for c in candidates.values()), 64),  # few shapes, few compiles
+        size = (bucket_size(max((len(c) for c in candidates.values()), default=1), 64),  # few shapes and compiles
                 bucket_size(max((len(v) for v in trees.values()), default=1), 128))
     for _ in range(max_sweeps):
         improved = False
