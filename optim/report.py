@@ -83,9 +83,9 @@ def _seconds(s: float) -> str:
 def regret_table(records, at) -> str:
     """Median and quartiles of log10 regret per (problem, method); for problems whose optimum is unknown
     the cells hold the best value found, and the header says so."""
-    unknown = {r.get("optimum") is None for r in records}
-    label = {frozenset({False}): "log10 regret", frozenset({True}): "best value"}.get(
-        frozenset(unknown), "log10 regret (best value where no optimum is known)")
+    unknown = [r.get("optimum") is None for r in records]
+    label = ("best value" if all(unknown) else
+             "log10 regret (best value where no optimum is known)" if any(unknown) else "log10 regret")
     fmt = ".2f" if label == "log10 regret" else ".4f"  # best values (e.g. error rates) need the digits
     head = (["problem", "method", "seeds"] + [f"{label} @{b}: median [q25, q75]" for b in at]
             + ["within 1e-2 @ end", "s/iter fit (median)", "s/iter acq (median)", "s/run (median)"])
