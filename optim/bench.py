@@ -28,6 +28,7 @@ from multiprocessing import get_context
 import numpy as np
 
 from optim import report
+from optim.transforms import OUTPUT_TRANSFORMS
 
 
 def _versions(extra=()) -> dict:
@@ -47,10 +48,12 @@ def methods_available() -> list[str]:
     return available() + sorted(PEERS)
 
 
-def split_method(method: str) -> tuple[str, str | None]:
-    """'addtree:logei' -> ('addtree', 'logei'): a surrogate with a non-default acquisition."""
-    name, _, acquisition = method.partition(":")
-    return name, acquisition or None
+def split_method(method: str) -> tuple[str, str | None, str]:
+    """'surrogate[:acquisition][/output transform]' -> (surrogate, acquisition or None, transform):
+    'addtree:logei' is a non-default acquisition, 'gp/log' fits the GP to log y."""
+    spec, _, transform = method.partition("/")
+    name, _, acquisition = spec.partition(":")
+    return name, acquisition or None, transform or "none"
 
 
 def run_cell(method: str, problem_name: str, seed: int, budget: int, n_init: int, noise: float = 0.0,
@@ -70,9 +73,10 @@ def run_cell(method: str, problem_name: str, seed: int, budget: int, n_init: int
         if peer is not None:
             history = peer.run(problem, budget, seed, initial_design(problem.space, n_init, seed, design))
         else:
-            surrogate, acquisition = split_method(method)
+            surrogate, acquisition, transform = split_method(method)
             history = minimize(problem, problem.space, surrogate=surrogate, budget=budget, seed=seed,
-                               n_init=n_init, acquisition=acquisition, design=design).history
+                               n_init=n_init, acquisition=acquisition, design=design,
+                               output_transform=transform).history
     except Exception as exc:  # one crashing run must not stop the others
         record.update(status="crashed", error=f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - t0)
         return record
@@ -97,8 +101,10 @@ def cmd_run(args) -> int:
 
     methods = []
     for m in args.methods:
-        if split_method(m)[0] not in methods_available():
-            print(f"treezoo-bench: unknown method {m!r}; available: {methods_available()}", file=sys.stderr)
+        name, _, transform = split_method(m)
+        if name not in methods_available() or transform not in OUTPUT_TRANSFORMS:
+            print(f"treezoo-bench: unknown method {m!r}; available: {methods_available()}, optionally "
+                  f"followed by ':acquisition' and '/transform' ({', '.join(OUTPUT_TRANSFORMS)})", file=sys.stderr)
             return 2
         missing = PEERS[m].missing() if m in PEERS else []
         if missing:
@@ -127,6 +133,7 @@ def cmd_run(args) -> int:
         os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
         os.environ.setdefault("OMP_NUM_THREADS", "1")
         os.environ.setdefault("MKL_NUM_THREADS", "1")
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
         with ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn")) as pool:
             for rec in pool.map(run_cell, *zip(*todo)):
                 write(rec)

@@ -18,7 +18,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--problem", default="jenatton_small", choices=sorted(PROBLEMS))
     run.add_argument("--surrogate", default="gp", choices=available())
     run.add_argument("--acquisition", default=None, choices=["logei", "ei", "pi", "ucb"],
-                     help="default: the surrogate's own (log-EI for gp, UCB for addtree)")
+                     help="default: the surrogate's own (UCB for bark, log-EI for the others)")
+    run.add_argument("--output-transform", default="none", choices=["none", "log", "yeo-johnson"],
+                     help="fit the model to a monotone transform of the values (heavy-tailed objectives)")
     run.add_argument("--budget", type=int, default=30, help="number of evaluations (default 30)")
     run.add_argument("--n-init", type=int, default=None, help="initial Sobol design size")
     run.add_argument("--seed", type=int, default=0)
@@ -54,7 +56,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     result = minimize(problem, problem.space, surrogate=args.surrogate, budget=args.budget, seed=args.seed,
                       n_init=args.n_init, acquisition=args.acquisition, progress=not args.quiet,
-                      checkpoint=args.save)
+                      checkpoint=args.save, output_transform=args.output_transform)
     print(f"best value:  {result.best_value:.6g}")
     if problem.optimum is not None and result.best_value is not None:
         print(f"regret:      {problem.regret(result.best_value):.3e}  (known optimum {problem.optimum})")

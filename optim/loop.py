@@ -25,6 +25,7 @@ from optim.acqf import AcquisitionFunction
 from optim.acquisition import UCB, get_acquisition
 from optim.registry import (default_optimizer_config, make_surrogate, optimizer_config_from_dict,
                             optimizer_for)
+from optim.transforms import check_output_transform, check_value_for, transform_outputs
 from zoo.space import Space
 
 FORMAT_VERSION = 1
@@ -82,7 +83,7 @@ class BayesOpt:
 
     def __init__(self, space: Space, surrogate="gp", acquisition=None, seed: int = 0,
                  n_init: int | None = None, sampler: SamplerSettings | None = None,
-                 optimizer=None, design: str = "sobol"):
+                 optimizer=None, design: str = "sobol", output_transform: str = "none"):
         if not isinstance(space, Space):
             raise TypeError(f"space must be a zoo.Space, got {type(space).__name__}")
         if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
@@ -90,7 +91,7 @@ class BayesOpt:
         self.space = space
         self.surrogate_spec = surrogate if isinstance(surrogate, str) else getattr(surrogate, "name", "custom")
         self.surrogate = make_surrogate(surrogate, space)
-        if acquisition is None:  # the surrogate's own choice (log-EI for flat GPs, UCB for Add-Tree)
+        if acquisition is None:  # the surrogate's own choice (UCB for BARK, log-EI for the others)
             acquisition = getattr(self.surrogate, "default_acquisition", "logei")
         self.acquisition = get_acquisition(acquisition)
         self.seed = int(seed)
@@ -106,6 +107,8 @@ class BayesOpt:
         self._pending: dict | None = None
         self.design = design
         self._design = initial_design(space, self.n_init, self.seed, design)
+        # the model sees transform(y) (monotone: same minimizer); the history keeps the user's values
+        self.output_transform = check_output_transform(output_transform)
 
     @staticmethod
     def default_n_init(space: Space) -> int:
@@ -152,7 +155,7 @@ class BayesOpt:
     def _suggest(self, step: int, obs: list[dict]):
         s = self.sampler
         X = self.space.encode([h["config"] for h in obs])
-        y = np.array([h["value"] for h in obs])
+        y = transform_outputs([h["value"] for h in obs], self.output_transform)
         t0 = time.perf_counter()
         cold = self._warm is None
         self.posterior = sample(
@@ -184,6 +187,7 @@ class BayesOpt:
             if value is None:
                 raise TypeError("tell() needs a value (or error='...' for a failed evaluation)")
             value = _check_value(value)
+            check_value_for(self.output_transform, value)
             status = "ok" if math.isfinite(value) else "nonfinite"
         pending = self._pending
         if pending is not None and self.space.encode(pending["config"]).tolist() == self.space.encode(config).tolist():
@@ -198,7 +202,8 @@ class BayesOpt:
         return {
             "format": FORMAT_VERSION, "space": self.space.to_dict(), "surrogate": self.surrogate_spec,
             "acquisition": {"name": acq.name, "beta": getattr(acq, "beta", None)},
-            "seed": self.seed, "n_init": self.n_init, "design": self.design, "sampler": asdict(self.sampler),
+            "seed": self.seed, "n_init": self.n_init, "design": self.design, "output_transform": self.output_transform,
+            "sampler": asdict(self.sampler),
             "optimizer": {"type": type(self.optimizer).__name__, **asdict(self.optimizer)}, "history": self.history,
             "pending": self._pending,
             "warm_start": None if self._warm is None else _tree_to_json(self._warm._asdict()),
@@ -222,7 +227,7 @@ class BayesOpt:
         opt = cls(space, surrogate=surrogate if surrogate is not None else d["surrogate"],
                   acquisition=acquisition, seed=d["seed"], n_init=d["n_init"],
                   sampler=SamplerSettings(**d["sampler"]), optimizer=optimizer_config_from_dict(d["optimizer"]),
-                  design=d.get("design", "sobol"))
+                  design=d.get("design", "sobol"), output_transform=d.get("output_transform", "none"))
         opt.history = [dict(h, config=space.validate(h["config"])) for h in d["history"]]
         opt._pending = d["pending"]
         if d["warm_start"] is not None:
@@ -274,7 +279,9 @@ def minimize(objective: Callable[[dict], float], space: Space, surrogate="gp", b
     recorded as a failed evaluation (it counts toward the budget and is never shown to the model).
     `checkpoint`: a path saved after every evaluation, for `BayesOpt.load`. `progress`: a tqdm bar.
     `settings`: `sampler=SamplerSettings(...)`, `optimizer=LBFGSConfig(...)` (or `MIPConfig(...)` for
-    BARK), `design="sobol"|"paths"`; unset, they default to what the surrogate asks for.
+    BARK), `design="sobol"|"paths"`, `output_transform="none"|"log"|"yeo-johnson"` (the model fits a
+    monotone transform of the values: for heavy-tailed objectives); unset, they default to what the
+    surrogate asks for.
     """
     if not callable(objective):
         raise TypeError("objective must be callable: config dict -> float")

@@ -145,3 +145,10 @@ def test_regression_data_runs_a_split_and_renders_its_table(tmp_path, capsys):
     rec = json.loads(out.read_text())
     assert rec["n_test"] == 442 - 30 and np.isfinite(rec["nlpd"]) and rec["mse"] > 0
     assert "| diabetes | 30 | gp | 1 |" in report.render_block(f"regression-data {out.name}", str(tmp_path))
+
+
+def test_unknown_method_or_output_transform_is_refused(tmp_path, capsys):
+    for method in ("no_such_model", "gp/sqrt"):
+        assert bench.main(["run", "--problems", "exp2d", "--methods", method, "--out", str(tmp_path / "x.jsonl")]) == 2
+        assert "unknown method" in capsys.readouterr().err
+    assert not (tmp_path / "x.jsonl").exists()

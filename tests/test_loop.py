@@ -137,3 +137,41 @@ def test_gp_beats_random_search_on_average(flat2):
             res = minimize(bowl, flat2, method, budget=14, seed=seed, n_init=4, **FAST)
             regret[method].append(math.log10(res.best_value - optimum + 1e-9))
     assert np.mean(regret["gp"]) < np.mean(regret["random"]) - 1.0, regret
+
+
+def test_output_transforms_keep_the_order_and_check_their_domain():
+    from optim.transforms import check_output_transform, transform_outputs
+
+    y = np.random.default_rng(0).lognormal(0.0, 2.0, size=40)  # heavy right tail
+    order = np.argsort(y)
+    for kind in ("none", "log", "yeo-johnson"):
+        z = transform_outputs(y, kind)
+        assert np.all(np.diff(z[order]) > 0), kind  # strictly monotone: same ranks, same minimizer
+    yj = transform_outputs(y, "yeo-johnson")
+    def skew(a):
+        return np.mean((a - a.mean()) ** 3) / np.std(a) ** 3
+    assert abs(skew(yj)) < 0.5 * abs(skew(y))  # the tail is pulled in
+    assert np.all(np.diff(transform_outputs(y - 5.0, "yeo-johnson")[order]) > 0)  # any sign
+    assert np.array_equal(transform_outputs(np.full(4, 2.0), "yeo-johnson"), np.full(4, 2.0))
+    with pytest.raises(ValueError, match="positive"):
+        transform_outputs(np.array([1.0, -1.0]), "log")
+    with pytest.raises(ValueError, match="output_transform must be one of"):
+        check_output_transform("sqrt")
+
+
+def test_log_output_transform_fits_log_values_and_survives_save_load(flat2, tmp_path):
+    def fn(c):
+        return math.exp(5.0 * branin_like(c))
+    opt = _run(BayesOpt(flat2, "gp", seed=2, n_init=4, output_transform="log", **FAST), fn, 5)
+    logs = np.log([h["value"] for h in opt.history[:4]])
+    assert opt.posterior.data.y_mean == pytest.approx(np.mean(logs))  # the model saw log y
+    assert opt.best_value == min(h["value"] for h in opt.history)  # the history keeps the user's values
+    before = list(opt.history)
+    opt.ask()
+    with pytest.raises(ValueError, match="positive"):
+        opt.tell(opt.ask(), 0.0)
+    assert opt.history == before
+    with pytest.raises(ValueError, match="output_transform"):
+        BayesOpt(flat2, "gp", output_transform="sqrt")
+    opt.save(tmp_path / "run.json")
+    assert BayesOpt.load(tmp_path / "run.json").output_transform == "log"

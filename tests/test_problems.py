@@ -120,7 +120,9 @@ def test_initial_design_options_and_method_specs():
     assert initial_design(space, 5, seed=1) != design  # the default stays plain Sobol
     with pytest.raises(ValueError, match="design"):
         initial_design(space, 5, seed=1, design="grid")
-    assert split_method("addtree:ucb") == ("addtree", "ucb") and split_method("gp") == ("gp", None)
+    assert split_method("addtree:ucb") == ("addtree", "ucb", "none")
+    assert split_method("gp") == ("gp", None, "none")
+    assert split_method("gp:ei/yeo-johnson") == ("gp", "ei", "yeo-johnson")
 
 
 def test_mixed_problems_of_the_bark_paper():
