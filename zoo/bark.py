@@ -69,6 +69,13 @@ def forest_covariance(leaves, noise, mask):
     return noisy_covariance(shared_leaf_fraction(leaves, leaves), noise, mask)
 
 
+def _moments(data, mean, u):
+    """User-unit latent mean and variance from the standardized mean and u = L^-1 k(x) (003 Eq. 10b-c;
+    k(x, x) = 1, so the variance is 1 - ||u||^2, floored)."""
+    var = jnp.maximum(1.0 - jnp.sum(u * u, axis=-1), 1e-12)
+    return data.y_mean + data.y_std * mean, data.y_std**2 * var
+
+
 class BARK(Surrogate):
     """The BARK surrogate: ``BARK(space, num_trees=50, alpha=0.95, beta=2, nu=3, q=0.9)``.
 
@@ -158,12 +165,10 @@ class BARK(Surrogate):
 
         def one(forest, p):
             lq = route_forest(self.spec, forest, Xq)  # [m, Nq]
-            mean = jnp.sum(p["mean_table"][trees, lq], axis=0)
-            u = jnp.sum(p["u_table"][trees, lq], axis=0)  # [Nq, n]
-            return mean, jnp.maximum(1.0 - jnp.sum(u * u, axis=-1), 1e-12)
+            return jnp.sum(p["mean_table"][trees, lq], axis=0), jnp.sum(p["u_table"][trees, lq], axis=0)
 
-        mean, var = jax.vmap(one)(samples["forest"], pre)
-        return data.y_mean + data.y_std * mean, data.y_std**2 * var
+        mean, u = jax.vmap(one)(samples["forest"], pre)  # [S, Nq], [S, Nq, n]
+        return _moments(data, mean, u)
 
     def coordinate_moments(self, cache, x, column, values, trees, valid):
         """Mean and variance [S, K] (as `predict_prepared`) of row x [D] with its `column` set to each of
@@ -186,8 +191,7 @@ class BARK(Surrogate):
         owner = trees // m
         mean = mean0[:, None] + jax.ops.segment_sum(d_mean, owner, num_segments=S)  # [S, K]
         u = u0[:, None, :] + jax.ops.segment_sum(d_u, owner, num_segments=S)  # [S, K, n]
-        var = jnp.maximum(1.0 - jnp.sum(u * u, axis=-1), 1e-12)
-        return data.y_mean + data.y_std * mean, data.y_std**2 * var
+        return _moments(data, mean, u)
 
     def log_likelihood(self, sample, data):
         L = self.cholesky(sample["forest"], sample["noise"], data)
