@@ -18,6 +18,7 @@ RANDOM = "random"  # random search: no model
 
 SURROGATES: dict[str, Callable[[Space], Surrogate]] = {
     "gp": GP, "addtree": AddTree, "jenatton": Jenatton, "bark": BARK,
+    "addtree_shared": lambda space: AddTree(space, share_like=True),  # + one term per group of like vertices
     "independent": lambda space: Jenatton(space, shared=False),  # independent leaf GPs (c fixed at 0)
 }
 OPTIMIZERS: dict[str, Callable] = {"flat": optimize_acquisition, "tree": tree_optimizer, "forest": optimize_mip}

@@ -101,6 +101,26 @@ def regret_table(records, at) -> str:
     return "\n".join(lines)
 
 
+def hits_table(records, below: float, at) -> str:
+    """Per (problem, method) with a known optimum: how many seeds are below `below` log10 regret after
+    each budget in `at`, and the first evaluation at which each seed got there (seed order; '-' never)."""
+    head = (["problem", "method", "seeds"] + [f"below {below:g} @{b}" for b in at]
+            + [f"first evaluation below {below:g}, per seed"])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for (problem, method), recs in sorted(group(records).items()):
+        if recs[0].get("optimum") is None:
+            continue
+        traces = [_log_regret(regret_trace(r)) for r in sorted(recs, key=lambda r: r["seed"])]
+        cells = [problem, method, str(len(recs))]
+        for b in at:
+            reached = [t for t in traces if len(t) >= b]
+            cells.append(f"{sum(t[b - 1] < below for t in reached)}/{len(reached)}")
+        firsts = [int(np.argmax(t < below)) + 1 if np.any(t < below) else "-" for t in traces]
+        cells.append(", ".join(map(str, firsts)))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def paired_tests(records, reference: str, at: int, alpha: float = 0.05) -> list[dict]:
     """Two-sided paired Wilcoxon signed-rank test of each method against `reference` at budget `at`.
 
@@ -259,7 +279,8 @@ _BLOCK = re.compile(r"(<!-- treezoo-bench: (?P<args>.*?) -->\n)(?P<body>.*?)(<!-
 
 
 def render_block(args: str, base_dir: str) -> str:
-    """The text of one block: `regret FILES --at B..`, `wilcoxon FILES --reference M --at B`,
+    """The text of one block: `regret FILES --at B..`, `hits FILES --below L --at B..`,
+    `wilcoxon FILES --reference M --at B`,
     `periter FILES --at N..`, `regression FILE [--reference M]`, `regression-data FILE [--reference M]`, `timing FILE`, `compiles FILE`;
     FILES is a comma-separated list of results files."""
     argv = shlex.split(args)
@@ -272,7 +293,7 @@ def render_block(args: str, base_dir: str) -> str:
             opts[key] = []
         else:
             opts[key].append(a)
-    data = ([r for p in paths for r in load_records(p)] if kind in ("regret", "wilcoxon", "periter", "mip")
+    data = ([r for p in paths for r in load_records(p)] if kind in ("regret", "hits", "wilcoxon", "periter", "mip")
             else load_records(paths[0]))
     if "problems" in opts and kind not in ("regression", "regression-data"):
         data = [r for r in data if r.get("problem") in opts["problems"]]
@@ -282,6 +303,8 @@ def render_block(args: str, base_dir: str) -> str:
         return mip_table(data)
     if kind == "regret":
         return regret_table(data, [int(b) for b in opts.get("at", ["20", "50"])])
+    if kind == "hits":
+        return hits_table(data, float(opts["below"][0]), [int(b) for b in opts.get("at", ["20", "50"])])
     if kind == "wilcoxon":
         return wilcoxon_table(data, opts["reference"][0], int(opts["at"][0]))
     if kind == "periter":

@@ -100,6 +100,16 @@ def test_paired_wilcoxon_verdicts():
     assert "best value where no optimum is known" in report.regret_table(records + unknown[:1], [2])
 
 
+def test_hits_count_seeds_below_a_threshold_and_their_first_evaluation():
+    def rec(seed, values):
+        return {"status": "ok", "problem": "p", "method": "m", "seed": seed, "optimum": 1.0, "values": values,
+                "fit_seconds": [0] * len(values), "acq_seconds": [0] * len(values), "sources": ["bo"] * len(values),
+                "seconds": 1.0}
+    records = [rec(1, [3.0, 1.5, 1.002, 1.0]), rec(0, [2.0, 1.0001, 5.0, 1.2]), rec(2, [2.0] * 4)]
+    table = report.hits_table(records + [dict(records[0], optimum=None, problem="q")], -3, [2, 4])
+    assert "| p | m | 3 | 1/3 | 2/3 | 2, 4, - |" in table and "| q |" not in table
+
+
 def test_render_regenerates_blocks_and_check_detects_drift(tmp_path):
     out, _ = _run(tmp_path, ["random"])
     doc = tmp_path / "B.md"

@@ -116,9 +116,10 @@ def test_constant_and_duplicate_observations_are_handled(flat2):
     assert opt.history[-1]["value"] == 2.0 and len(opt.history) == 3
 
 
-def test_conditional_space_bo_runs_per_path():
+@pytest.mark.parametrize("surrogate", ["gp", "addtree_shared"])
+def test_conditional_space_bo_runs_per_path(surrogate):
     problem = get_problem("jenatton_small")
-    res = minimize(problem, problem.space, "gp", budget=7, seed=0, n_init=5, **FAST)
+    res = minimize(problem, problem.space, surrogate, budget=7, seed=0, n_init=5, **FAST)
     assert isinstance(res, Result) and len(res.history) == 7
     for h in res.history:
         problem.space.validate(h["config"])

@@ -6,6 +6,13 @@ its own numeric parameters (times an overlap kernel on its categorical ones), sw
 both points pass through it. Vertices without parameters contribute nothing, so two points whose
 paths share no parameter-owning vertex are uncorrelated. Fully Bayesian: NUTS over every vertex's
 lengthscales and variance, the noise and a constant mean.
+
+Option ``share_like=True`` (ours, not in 000) adds one term per group of like vertices: leaves with
+equally many numeric parameters, and inner vertices at the same depth with equally many numeric
+parameters. The term is sigma_g^2 * [both paths pass through a member] * k_g(u(x), u(x')), where u(x)
+are the unit-scaled numeric parameters of the member on x's path, in declared order. It encodes the
+belief that alternative branches' parameters (the learning rate of optimizer A and of optimizer B) act
+alike, so a vertex seen once borrows the shape learned at its like vertices; sigma_g -> 0 recovers Add-Tree.
 """
 
 from __future__ import annotations
@@ -31,18 +38,22 @@ class AddTree(ExactGP):
     params], ``variance`` [vertices with parameters, dim ``vertex``], ``noise``, ``mean``. With
     ``pooled=True`` (off by default, as in 000) the lengthscales are partially pooled across vertices through
     ``lengthscale_shift`` / ``lengthscale_spread`` / ``lengthscale_raw`` (``lengthscale`` is then a
-    deterministic site): a leaf seen once borrows the smoothness learned at its siblings.
+    deterministic site): a leaf seen once borrows the smoothness learned at its siblings. With
+    ``share_like=True`` each group of like vertices adds ``shared_lengthscale`` [dim ``shared_param``] and
+    ``shared_variance`` [dim ``vertex_group``]: a leaf seen once borrows the function learned at its siblings.
     """
 
     name = "addtree"
     structure = "tree"
     default_acquisition = "logei"  # exact per-path log-EI; "ucb" runs Algorithm 2 of 000 (per vertex)
 
-    def __init__(self, space: Space, noise_prior=(-4.0, 1.0), pooled: bool = False, interactions: bool = False):
+    def __init__(self, space: Space, noise_prior=(-4.0, 1.0), pooled: bool = False, interactions: bool = False,
+                 share_like: bool = False):
         super().__init__(space)
         self.noise_prior = tuple(noise_prior)
         self.pooled = bool(pooled)
         self.interactions = bool(interactions)
+        self.share_like = bool(share_like)
         kinds = space.kinds
         self.vertices = []  # (name, numeric cols, categorical cols, route cols, route category indices)
         for name, node in space.nodes.items():
@@ -73,6 +84,22 @@ class AddTree(ExactGP):
                     self.interaction_terms.append((path.leaf, [v[1] for v in on_path], leaf[3], leaf[4]))
         self.interaction_cols = (np.concatenate([c for t in self.interaction_terms for c in t[1]])
                                  if self.interaction_terms else np.zeros(0, dtype=np.int64))
+        # share_like: groups of >= 2 like vertices (leaves by their number d of numeric parameters, inner
+        # vertices by depth and d); each member is (name, numeric cols, route cols, route idx), its
+        # columns aligned by declared order
+        self.vertex_groups = []
+        if self.share_like:
+            leaves = {p.leaf for p in space.paths}
+            depth = {n: i for p in space.paths for i, n in enumerate(p.nodes)}
+            by_kind = {}
+            for name, num, _, route_cols, route_idx in self.vertices:
+                if len(num):
+                    kind = ("leaf", 0, len(num)) if name in leaves else ("inner", depth[name], len(num))
+                    by_kind.setdefault(kind, []).append((name, num, route_cols, route_idx))
+            self.vertex_groups = [members for _, members in sorted(by_kind.items()) if len(members) >= 2]
+            if not self.vertex_groups:
+                raise ValueError("share_like needs two leaves, or two inner vertices at one depth, with the same "
+                                 "number of numeric parameters")
 
     def _route(self, node_name):
         """(decision name, category index) pairs from the root down to `node_name`."""
@@ -88,12 +115,19 @@ class AddTree(ExactGP):
         raise KeyError(node_name)
 
     def config_key(self):
-        return (self.noise_prior, self.pooled, self.interactions)
+        return (self.noise_prior, self.pooled, self.interactions, self.share_like)
 
     @property
     def additive(self) -> bool:
         """Whether the posterior splits into per-vertex components (Algorithm 2 needs it)."""
-        return not self.interaction_terms
+        return not self.interaction_terms and not self.vertex_groups
+
+    def group_coordinates(self, X, members):
+        """(u [N, d], in_group [N]): the numeric parameters of the group member on each row's path,
+        aligned across members, and whether the row's path passes through a member at all."""
+        on = jnp.stack([on_route(X, route_cols, route_idx) for _, _, route_cols, route_idx in members], 1)
+        u = sum(on[:, g:g + 1] * X[:, num] for g, (_, num, _, _) in enumerate(members))
+        return u, jnp.sum(on, axis=1)
 
     def membership(self, X):
         """[N, V] indicator that each row's path passes through each parameter-owning vertex."""
@@ -128,6 +162,13 @@ class AddTree(ExactGP):
             params["interaction_variance"] = numpyro.sample(
                 "interaction_variance",
                 dist.LogNormal(self.variance_loc - 1.0, 1.0).expand([len(self.interaction_terms)]).to_event(1))
+        if self.vertex_groups:
+            dims = [len(members[0][1]) for members in self.vertex_groups]
+            params["shared_lengthscale"] = numpyro.sample(
+                "shared_lengthscale", dist.LogNormal(np.concatenate([np.full(d, math.sqrt(2.0) + 0.5 * math.log(d))
+                                                                     for d in dims]), math.sqrt(3.0)).to_event(1))
+            params["shared_variance"] = numpyro.sample(
+                "shared_variance", dist.LogNormal(self.variance_loc, 1.0).expand([len(dims)]).to_event(1))
         params["noise"] = numpyro.sample("noise", dist.LogNormal(*self.noise_prior))
         params["mean"] = numpyro.sample("mean", dist.Normal(0.0, 1.0))
         return params
@@ -154,6 +195,14 @@ class AddTree(ExactGP):
                 K = K * matern52(X1[:, cols], X2[:, cols], params["interaction_lengthscale"][j:j + len(cols)])
                 j += len(cols)
             terms.append(K)
+        j = 0
+        for g, members in enumerate(self.vertex_groups):  # share_like: one term per group of like vertices
+            d = len(members[0][1])
+            u1, on1 = self.group_coordinates(X1, members)
+            u2, on2 = self.group_coordinates(X2, members)
+            terms.append(params["shared_variance"][g] * on1[:, None] * on2[None, :]
+                         * matern52(u1, u2, params["shared_lengthscale"][j:j + d]))
+            j += d
         return jnp.stack(terms)
 
 
@@ -164,6 +213,8 @@ class AddTree(ExactGP):
         diag = self.membership(X) @ params["variance"]
         for t, (_, _, route_cols, route_idx) in enumerate(self.interaction_terms):
             diag = diag + params["interaction_variance"][t] * on_route(X, route_cols, route_idx)
+        for g, members in enumerate(self.vertex_groups):
+            diag = diag + params["shared_variance"][g] * self.group_coordinates(X, members)[1]
         return diag
 
     def predict_components(self, cache, Xq):
@@ -174,7 +225,7 @@ class AddTree(ExactGP):
         mean is shared by every path and left out.
         """
         if not self.additive:
-            raise ValueError("with interaction terms the posterior is not additive over vertices")
+            raise ValueError("with interaction or shared terms the posterior is not additive over vertices")
         samples, data, pre = cache
 
         def one(s, p):
@@ -191,9 +242,13 @@ class AddTree(ExactGP):
         names = np.array(self.space.names)
         dims = {"lengthscale": ["numeric_param"], "lengthscale_raw": ["numeric_param"],
                 "cat_lengthscale": ["categorical_param"], "variance": ["vertex"],
-                "interaction_variance": ["interaction"], "interaction_lengthscale": ["interaction_param"]}
+                "interaction_variance": ["interaction"], "interaction_lengthscale": ["interaction_param"],
+                "shared_variance": ["vertex_group"], "shared_lengthscale": ["shared_param"]}
         coords = {"numeric_param": list(names[self.num_cols]), "categorical_param": list(names[self.cat_cols]),
                   "vertex": [v[0] for v in self.vertices],
                   "interaction": [t[0] for t in self.interaction_terms],
-                  "interaction_param": [f"{t[0]}:{names[c]}" for t in self.interaction_terms for g in t[1] for c in g]}
+                  "interaction_param": [f"{t[0]}:{names[c]}" for t in self.interaction_terms for g in t[1] for c in g],
+                  "vertex_group": ["/".join(member[0] for member in m) for m in self.vertex_groups],
+                  "shared_param": ["/".join(names[member[1][k]] for member in m)
+                                   for m in self.vertex_groups for k in range(len(m[0][1]))]}
         return dims, coords
