@@ -11,6 +11,7 @@ import time
 def _parser() -> argparse.ArgumentParser:
     from optim.problems import PROBLEMS
     from optim.registry import available
+    from optim.transforms import OUTPUT_TRANSFORMS
 
     p = argparse.ArgumentParser(prog="treezoo", description="Bayesian optimization with tree-structured surrogates")
     sub = p.add_subparsers(dest="command", required=True)
@@ -19,7 +20,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--surrogate", default="gp", choices=available())
     run.add_argument("--acquisition", default=None, choices=["logei", "ei", "pi", "ucb"],
                      help="default: the surrogate's own (UCB for bark, log-EI for the others)")
-    run.add_argument("--output-transform", default="none", choices=["none", "log", "yeo-johnson"],
+    run.add_argument("--output-transform", default="none", choices=OUTPUT_TRANSFORMS,
                      help="fit the model to a monotone transform of the values (heavy-tailed objectives)")
     run.add_argument("--budget", type=int, default=30, help="number of evaluations (default 30)")
     run.add_argument("--n-init", type=int, default=None, help="initial Sobol design size")

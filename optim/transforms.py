@@ -43,8 +43,8 @@ def transform_outputs(y, kind: str) -> np.ndarray:
     if kind == "none":
         return y
     if kind == "log":
-        if np.any(y <= 0.0):
-            raise ValueError("output_transform='log' needs positive objective values")
+        if y.size:
+            check_value_for(kind, float(np.min(y)))
         return np.log(y)
     scale = np.std(y)  # yeo-johnson
     if y.size < 3 or scale == 0.0 or not np.isfinite(scale):

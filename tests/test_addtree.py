@@ -136,7 +136,7 @@ def test_shared_terms_align_the_parameters_of_like_vertices():
             "q": Node("q", params=(Real("b1", 2.0, 4.0), Integer("b2", 1, 10))),
             "t": Node("t", params=(Integer("d1", 0, 20),))})}))
     base, model = AddTree(space), AddTree(space, share_like=True)
-    groups = [[m[0] for m in g] for g in model.vertex_groups]
+    groups = [[model.vertices[v][0] for v in g] for g in model.vertex_groups]
     assert sorted(groups) == [["A", "B"], ["p", "q"], ["r", "t"]] and not model.additive
     aligned = {"A": ("a0",), "B": ("b0",), "p": ("a1", "a2"), "q": ("b1", "b2"), "r": ("c1",), "t": ("d1",)}
     rng = np.random.default_rng(4)

@@ -85,17 +85,16 @@ class AddTree(ExactGP):
         self.interaction_cols = (np.concatenate([c for t in self.interaction_terms for c in t[1]])
                                  if self.interaction_terms else np.zeros(0, dtype=np.int64))
         # share_like: groups of >= 2 like vertices (leaves by their number d of numeric parameters, inner
-        # vertices by depth and d); each member is (name, numeric cols, route cols, route idx), its
-        # columns aligned by declared order
+        # vertices by depth and d), as indices into self.vertices; members' columns align in declared order
         self.vertex_groups = []
         if self.share_like:
             leaves = {p.leaf for p in space.paths}
             depth = {n: i for p in space.paths for i, n in enumerate(p.nodes)}
             by_kind = {}
-            for name, num, _, route_cols, route_idx in self.vertices:
+            for v, (name, num, _, _, _) in enumerate(self.vertices):
                 if len(num):
                     kind = ("leaf", 0, len(num)) if name in leaves else ("inner", depth[name], len(num))
-                    by_kind.setdefault(kind, []).append((name, num, route_cols, route_idx))
+                    by_kind.setdefault(kind, []).append(v)
             self.vertex_groups = [members for _, members in sorted(by_kind.items()) if len(members) >= 2]
             if not self.vertex_groups:
                 raise ValueError("share_like needs two leaves, or two inner vertices at one depth, with the same "
@@ -122,11 +121,12 @@ class AddTree(ExactGP):
         """Whether the posterior splits into per-vertex components (Algorithm 2 needs it)."""
         return not self.interaction_terms and not self.vertex_groups
 
-    def group_coordinates(self, X, members):
+    def group_coordinates(self, X, membership, group):
         """(u [N, d], in_group [N]): the numeric parameters of the group member on each row's path,
-        aligned across members, and whether the row's path passes through a member at all."""
-        on = jnp.stack([on_route(X, route_cols, route_idx) for _, _, route_cols, route_idx in members], 1)
-        u = sum(on[:, g:g + 1] * X[:, num] for g, (_, num, _, _) in enumerate(members))
+        aligned across members, and whether the row's path passes through a member at all
+        (`membership` is `self.membership(X)`)."""
+        on = membership[:, group]
+        u = sum(on[:, g:g + 1] * X[:, self.vertices[v][1]] for g, v in enumerate(group))
         return u, jnp.sum(on, axis=1)
 
     def membership(self, X):
@@ -163,7 +163,7 @@ class AddTree(ExactGP):
                 "interaction_variance",
                 dist.LogNormal(self.variance_loc - 1.0, 1.0).expand([len(self.interaction_terms)]).to_event(1))
         if self.vertex_groups:
-            dims = [len(members[0][1]) for members in self.vertex_groups]
+            dims = [len(self.vertices[group[0]][1]) for group in self.vertex_groups]
             params["shared_lengthscale"] = numpyro.sample(
                 "shared_lengthscale", dist.LogNormal(np.concatenate([np.full(d, math.sqrt(2.0) + 0.5 * math.log(d))
                                                                      for d in dims]), math.sqrt(3.0)).to_event(1))
@@ -196,10 +196,10 @@ class AddTree(ExactGP):
                 j += len(cols)
             terms.append(K)
         j = 0
-        for g, members in enumerate(self.vertex_groups):  # share_like: one term per group of like vertices
-            d = len(members[0][1])
-            u1, on1 = self.group_coordinates(X1, members)
-            u2, on2 = self.group_coordinates(X2, members)
+        for g, group in enumerate(self.vertex_groups):  # share_like: one term per group of like vertices
+            d = len(self.vertices[group[0]][1])
+            u1, on1 = self.group_coordinates(X1, m1, group)
+            u2, on2 = self.group_coordinates(X2, m2, group)
             terms.append(params["shared_variance"][g] * on1[:, None] * on2[None, :]
                          * matern52(u1, u2, params["shared_lengthscale"][j:j + d]))
             j += d
@@ -210,11 +210,12 @@ class AddTree(ExactGP):
         return jnp.sum(self.vertex_kernels(X1, X2, params), axis=0)
 
     def kernel_diag(self, X, params):
-        diag = self.membership(X) @ params["variance"]
+        m = self.membership(X)
+        diag = m @ params["variance"]
         for t, (_, _, route_cols, route_idx) in enumerate(self.interaction_terms):
             diag = diag + params["interaction_variance"][t] * on_route(X, route_cols, route_idx)
-        for g, members in enumerate(self.vertex_groups):
-            diag = diag + params["shared_variance"][g] * self.group_coordinates(X, members)[1]
+        for g, group in enumerate(self.vertex_groups):
+            diag = diag + params["shared_variance"][g] * jnp.sum(m[:, group], axis=1)
         return diag
 
     def predict_components(self, cache, Xq):
@@ -248,7 +249,7 @@ class AddTree(ExactGP):
                   "vertex": [v[0] for v in self.vertices],
                   "interaction": [t[0] for t in self.interaction_terms],
                   "interaction_param": [f"{t[0]}:{names[c]}" for t in self.interaction_terms for g in t[1] for c in g],
-                  "vertex_group": ["/".join(member[0] for member in m) for m in self.vertex_groups],
-                  "shared_param": ["/".join(names[member[1][k]] for member in m)
-                                   for m in self.vertex_groups for k in range(len(m[0][1]))]}
+                  "vertex_group": ["/".join(self.vertices[v][0] for v in g) for g in self.vertex_groups],
+                  "shared_param": ["/".join(names[self.vertices[v][1][k]] for v in g)
+                                   for g in self.vertex_groups for k in range(len(self.vertices[g[0]][1]))]}
         return dims, coords
