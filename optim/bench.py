@@ -48,12 +48,16 @@ def methods_available() -> list[str]:
     return available() + sorted(PEERS)
 
 
-def split_method(method: str) -> tuple[str, str | None, str]:
-    """'surrogate[:acquisition][/output transform]' -> (surrogate, acquisition or None, transform):
-    'addtree:logei' is a non-default acquisition, 'gp/log' fits the GP to log y."""
-    spec, _, transform = method.partition("/")
+def split_method(method: str) -> tuple[str, str | None, str, bool]:
+    """'surrogate[:acquisition][/output transform][+deterministic]' -> (surrogate, acquisition or None,
+    transform, deterministic): 'addtree:logei' is a non-default acquisition, 'gp/log' fits the GP to
+    log y, 'addtree+deterministic' tells the model the objective is exact (BayesOpt(deterministic=True))."""
+    spec, plus, flag = method.partition("+")
+    if plus and flag != "deterministic":
+        raise ValueError(f"unknown method option {flag!r} in {method!r}; the only option is '+deterministic'")
+    spec, _, transform = spec.partition("/")
     name, _, acquisition = spec.partition(":")
-    return name, acquisition or None, transform or "none"
+    return name, acquisition or None, transform or "none", bool(plus)
 
 
 def run_cell(method: str, problem_name: str, seed: int, budget: int, n_init: int, noise: float = 0.0,
@@ -73,10 +77,10 @@ def run_cell(method: str, problem_name: str, seed: int, budget: int, n_init: int
         if peer is not None:
             history = peer.run(problem, budget, seed, initial_design(problem.space, n_init, seed, design))
         else:
-            surrogate, acquisition, transform = split_method(method)
+            surrogate, acquisition, transform, deterministic = split_method(method)
             history = minimize(problem, problem.space, surrogate=surrogate, budget=budget, seed=seed,
                                n_init=n_init, acquisition=acquisition, design=design,
-                               output_transform=transform).history
+                               output_transform=transform, deterministic=deterministic).history
     except Exception as exc:  # one crashing run must not stop the others
         record.update(status="crashed", error=f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - t0)
         return record
@@ -101,10 +105,17 @@ def cmd_run(args) -> int:
 
     methods = []
     for m in args.methods:
-        name, _, transform = split_method(m)
+        try:
+            name, _, transform, _ = split_method(m)
+        except ValueError:
+            name = transform = None
         if name not in methods_available() or transform not in OUTPUT_TRANSFORMS:
             print(f"treezoo-bench: unknown method {m!r}; available: {methods_available()}, optionally "
-                  f"followed by ':acquisition' and '/transform' ({', '.join(OUTPUT_TRANSFORMS)})", file=sys.stderr)
+                  f"followed by ':acquisition', '/transform' ({', '.join(OUTPUT_TRANSFORMS)}) and '+deterministic'",
+                  file=sys.stderr)
+            return 2
+        if name in PEERS and m != name:
+            print(f"treezoo-bench: {m!r}: peer methods take no ':', '/' or '+' options", file=sys.stderr)
             return 2
         missing = PEERS[m].missing() if m in PEERS else []
         if missing:

@@ -22,6 +22,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="default: the surrogate's own (UCB for bark, log-EI for the others)")
     run.add_argument("--output-transform", default="none", choices=OUTPUT_TRANSFORMS,
                      help="fit the model to a monotone transform of the values (heavy-tailed objectives)")
+    run.add_argument("--deterministic", action="store_true",
+                     help="the objective returns exact values: the model's noise prior moves near zero")
     run.add_argument("--budget", type=int, default=30, help="number of evaluations (default 30)")
     run.add_argument("--n-init", type=int, default=None, help="initial Sobol design size")
     run.add_argument("--seed", type=int, default=0)
@@ -34,7 +36,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "run" and args.deterministic and (args.noise > 0 or args.surrogate == "random"):
+        parser.error("--deterministic needs a model (not random search) and a noiseless problem (--noise 0)")
     from optim.problems import PROBLEMS, get_problem
     from optim.registry import available
 
@@ -52,12 +57,13 @@ def main(argv=None) -> int:
     problem = get_problem(args.problem, noise_std=args.noise, seed=args.seed)
     print(f"treezoo: minimizing {problem.name} (dim {problem.space.dim}, {len(problem.space.paths)} path(s)) "
           f"with surrogate={args.surrogate}, acquisition={args.acquisition or 'default'}, budget={args.budget}, "
-          f"seed={args.seed}",
+          f"seed={args.seed}" + (", deterministic" if args.deterministic else ""),
           flush=True)
     t0 = time.perf_counter()
     result = minimize(problem, problem.space, surrogate=args.surrogate, budget=args.budget, seed=args.seed,
                       n_init=args.n_init, acquisition=args.acquisition, progress=not args.quiet,
-                      checkpoint=args.save, output_transform=args.output_transform)
+                      checkpoint=args.save, output_transform=args.output_transform,
+                      deterministic=args.deterministic)
     print(f"best value:  {result.best_value:.6g}")
     if problem.optimum is not None and result.best_value is not None:
         print(f"regret:      {problem.regret(result.best_value):.3e}  (known optimum {problem.optimum})")

@@ -83,7 +83,8 @@ class BayesOpt:
 
     def __init__(self, space: Space, surrogate="gp", acquisition=None, seed: int = 0,
                  n_init: int | None = None, sampler: SamplerSettings | None = None,
-                 optimizer=None, design: str = "sobol", output_transform: str = "none"):
+                 optimizer=None, design: str = "sobol", output_transform: str = "none",
+                 deterministic: bool = False):
         if not isinstance(space, Space):
             raise TypeError(f"space must be a zoo.Space, got {type(space).__name__}")
         if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
@@ -91,6 +92,13 @@ class BayesOpt:
         self.space = space
         self.surrogate_spec = surrogate if isinstance(surrogate, str) else getattr(surrogate, "name", "custom")
         self.surrogate = make_surrogate(surrogate, space)
+        if not isinstance(deterministic, (bool, np.bool_)):
+            raise TypeError(f"deterministic must be True or False, got {deterministic!r}")
+        self.deterministic = bool(deterministic)
+        if self.deterministic:  # the user declares y exact: the model's noise prior moves near zero
+            if self.surrogate is None:
+                raise ValueError("deterministic=True needs a model; random search has no noise to switch off")
+            self.surrogate = self.surrogate.noiseless()
         if acquisition is None:  # the surrogate's own choice (UCB for BARK, log-EI for the others)
             acquisition = getattr(self.surrogate, "default_acquisition", "logei")
         self.acquisition = get_acquisition(acquisition)
@@ -203,7 +211,7 @@ class BayesOpt:
             "format": FORMAT_VERSION, "space": self.space.to_dict(), "surrogate": self.surrogate_spec,
             "acquisition": {"name": acq.name, "beta": getattr(acq, "beta", None)},
             "seed": self.seed, "n_init": self.n_init, "design": self.design, "output_transform": self.output_transform,
-            "sampler": asdict(self.sampler),
+            "deterministic": self.deterministic, "sampler": asdict(self.sampler),
             "optimizer": {"type": type(self.optimizer).__name__, **asdict(self.optimizer)}, "history": self.history,
             "pending": self._pending,
             "warm_start": None if self._warm is None else _tree_to_json(self._warm._asdict()),
@@ -227,7 +235,8 @@ class BayesOpt:
         opt = cls(space, surrogate=surrogate if surrogate is not None else d["surrogate"],
                   acquisition=acquisition, seed=d["seed"], n_init=d["n_init"],
                   sampler=SamplerSettings(**d["sampler"]), optimizer=optimizer_config_from_dict(d["optimizer"]),
-                  design=d.get("design", "sobol"), output_transform=d.get("output_transform", "none"))
+                  design=d.get("design", "sobol"), output_transform=d.get("output_transform", "none"),
+                  deterministic=d.get("deterministic", False))
         opt.history = [dict(h, config=space.validate(h["config"])) for h in d["history"]]
         opt._pending = d["pending"]
         if d["warm_start"] is not None:
@@ -280,8 +289,9 @@ def minimize(objective: Callable[[dict], float], space: Space, surrogate="gp", b
     `checkpoint`: a path saved after every evaluation, for `BayesOpt.load`. `progress`: a tqdm bar.
     `settings`: `sampler=SamplerSettings(...)`, `optimizer=LBFGSConfig(...)` (or `MIPConfig(...)` for
     BARK), `design="sobol"|"paths"`, `output_transform="none"|"log"|"yeo-johnson"` (the model fits a
-    monotone transform of the values: for heavy-tailed objectives); unset, they default to what the
-    surrogate asks for.
+    monotone transform of the values: for heavy-tailed objectives), `deterministic=True` (the objective
+    returns exact values, e.g. a simulation: the model's noise prior moves to
+    `zoo.base.NOISELESS_PRIOR`); unset, they default to what the surrogate asks for.
     """
     if not callable(objective):
         raise TypeError("objective must be callable: config dict -> float")

@@ -5,7 +5,8 @@ is the integrated UCB: u(x) = sum over vertices v on x's path of mean_s[-mu_s^v(
 sigma_s^v(x_v)] (for minimization). Each vertex's term is maximized on its own, in that vertex's low
 dimension (independent problems), then summed along every root-to-leaf path; the best path and the
 concatenation of its vertices' maximizers is the next point. beta_v = 0.2 d_v log(2t) with d_v the
-dimension being optimized (000 Section 4.2).
+dimension being optimized (000 Section 4.2). With `AddTree(share_like=True)` each group's shared term
+is folded into the member vertex on the path (`AddTree.component_kernels`), so the split still holds.
 
 Jenatton's two-step search (001 Section 3.2) first picks a path by the path-level acquisition, then
 optimizes the leaf acquisition on that path only. Anything else falls back to per-path L-BFGS-B.

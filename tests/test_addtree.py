@@ -57,8 +57,10 @@ def test_disjoint_paths_below_a_parameterless_root_are_uncorrelated():
     assert [v[0] for v in model.vertices] == ["x1=0", "x1=0,x2=0", "x1=0,x2=1", "x1=1", "x1=1,x3=0", "x1=1,x3=1"]
 
 
-def test_algorithm_2_matches_brute_force_over_paths():
-    """Per-vertex maximization + sum along paths (000, Algorithm 2) equals the best joint per-path maximum."""
+@pytest.mark.parametrize("share_like", [False, True])
+def test_algorithm_2_matches_brute_force_over_paths(share_like):
+    """Per-vertex maximization + sum along paths (000, Algorithm 2) equals the best joint per-path maximum;
+    with share_like the shared terms are folded into their members."""
     import inference
     from optim.lbfgs import LBFGSConfig, optimize_path
     from optim.tree_search import VertexUCB, addtree_ucb_search
@@ -67,7 +69,7 @@ def test_algorithm_2_matches_brute_force_over_paths():
     space = problem.space
     configs = space.sobol(12, seed=3)
     X, y = space.encode(configs), [problem(c) for c in configs]
-    model = AddTree(space)
+    model = AddTree(space, share_like=share_like)
     post = inference.sample(model, X, y, key=0, num_warmup=80, num_samples=8, num_chains=2)
     config = LBFGSConfig(n_raw=128, n_restarts=4, maxiter=60)
     x, value, path_idx = addtree_ucb_search(post, space, np.random.default_rng(0), config, t=5)
@@ -82,6 +84,13 @@ def test_algorithm_2_matches_brute_force_over_paths():
     assert value == pytest.approx(max(brute), abs=1e-6)
     on_chosen = np.array([float(v[0] in space.paths[path_idx].nodes) for v in model.vertices])
     assert ucb.weighted(on_chosen).values(x[None])[0] == pytest.approx(value, abs=1e-9)
+    # the components sum to the posterior mean up to the constant mean (per sample), at any point
+    samples = post.flat_samples()
+    Xq = space.encode(space.sample(20, seed=7))
+    comp_mean, _ = model.predict_components(model.prepare(samples, post.data), Xq)
+    mean, _ = model.predict(samples, post.data, Xq)
+    offset = np.asarray(mean) - np.asarray(comp_mean).sum(axis=1)
+    assert np.allclose(offset, offset[:, :1], atol=1e-9)
 
 
 def test_interaction_terms_follow_appendix_e():
@@ -137,7 +146,7 @@ def test_shared_terms_align_the_parameters_of_like_vertices():
             "t": Node("t", params=(Integer("d1", 0, 20),))})}))
     base, model = AddTree(space), AddTree(space, share_like=True)
     groups = [[model.vertices[v][0] for v in g] for g in model.vertex_groups]
-    assert sorted(groups) == [["A", "B"], ["p", "q"], ["r", "t"]] and not model.additive
+    assert sorted(groups) == [["A", "B"], ["p", "q"], ["r", "t"]] and model.additive
     aligned = {"A": ("a0",), "B": ("b0",), "p": ("a1", "a2"), "q": ("b1", "b2"), "r": ("c1",), "t": ("d1",)}
     rng = np.random.default_rng(4)
     ls = {tuple(g): rng.uniform(0.3, 1.5, len(aligned[g[0]])) for g in groups}
@@ -166,8 +175,10 @@ def test_shared_terms_align_the_parameters_of_like_vertices():
     assert np.allclose(np.asarray(model.kernel_diag(X, params)), np.diag(K))
     off = dict(params, shared_variance=np.zeros(3))
     assert np.allclose(np.asarray(model.kernel(X, X, off)), np.asarray(base.kernel(X, X, params)), atol=1e-15)
-    with pytest.raises(ValueError, match="additive"):
-        model.predict_components((None, None, None), X)
+    # folded into the member on each row's path, the components add up to the kernel along that path
+    comp = np.asarray(model.component_kernels(X, X, params))
+    assert np.allclose(comp.sum(axis=0), K, atol=1e-12)
+    assert np.allclose(comp[:, np.arange(30), np.arange(30)].sum(axis=0), np.diag(K), atol=1e-12)
 
 
 def test_share_like_refuses_a_space_without_like_vertices(mixed_space):

@@ -158,7 +158,10 @@ def test_regression_data_runs_a_split_and_renders_its_table(tmp_path, capsys):
 
 
 def test_unknown_method_or_output_transform_is_refused(tmp_path, capsys):
-    for method in ("no_such_model", "gp/sqrt"):
+    for method in ("no_such_model", "gp/sqrt", "gp+exact"):
         assert bench.main(["run", "--problems", "exp2d", "--methods", method, "--out", str(tmp_path / "x.jsonl")]) == 2
         assert "unknown method" in capsys.readouterr().err
+    assert bench.main(["run", "--problems", "exp2d", "--methods", "optuna_tpe+deterministic",
+                       "--out", str(tmp_path / "x.jsonl")]) == 2
+    assert "peer methods take no" in capsys.readouterr().err
     assert not (tmp_path / "x.jsonl").exists()

@@ -28,15 +28,17 @@ def test_example_runs(name, monkeypatch, tmp_path, capsys):
 def test_cli_run_and_listings(capsys, tmp_path):
     save = tmp_path / "run.json"
     assert cli.main(["run", "--problem", "jenatton_small", "--surrogate", "gp", "--budget", "6", "--n-init", "5",
-                     "--quiet", "--save", str(save), "--output-transform", "log"]) == 0
+                     "--quiet", "--save", str(save), "--output-transform", "log", "--deterministic"]) == 0
     out = capsys.readouterr().out
     assert "best value:" in out and "regret:" in out and "best config:" in out
     saved = json.loads(save.read_text())
-    assert len(saved["history"]) == 6 and saved["output_transform"] == "log"
+    assert len(saved["history"]) == 6 and saved["output_transform"] == "log" and saved["deterministic"]
     assert cli.main(["problems"]) == 0 and "hartmann6" in capsys.readouterr().out
     assert cli.main(["surrogates"]) == 0 and "random" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         cli.main(["run", "--problem", "no_such_problem"])
+    with pytest.raises(SystemExit):  # random search has no noise model to switch off
+        cli.main(["run", "--surrogate", "random", "--deterministic"])
 
 
 def test_bench_run_resume_and_table(tmp_path, capsys):

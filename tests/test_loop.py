@@ -176,3 +176,30 @@ def test_log_output_transform_fits_log_values_and_survives_save_load(flat2, tmp_
         BayesOpt(flat2, "gp", output_transform="sqrt")
     opt.save(tmp_path / "run.json")
     assert BayesOpt.load(tmp_path / "run.json").output_transform == "log"
+
+
+def test_deterministic_objective_makes_the_model_interpolate_and_survives_save_load(flat2, tmp_path):
+    from zoo.base import NOISELESS_PRIOR
+
+    fits = {}
+    for det in (False, True):
+        opt = BayesOpt(flat2, "gp", seed=0, n_init=8, deterministic=det, **FAST)
+        _run(opt, branin_like, 8)
+        opt.ask()  # fits the 8 observations
+        X = flat2.encode([h["config"] for h in opt.history])
+        y = np.array([h["value"] for h in opt.history])
+        mean, _ = opt.surrogate.predict(opt.posterior.flat_samples(), opt.posterior.data, X)
+        fits[det] = (np.max(np.abs(np.mean(mean, 0) - y)) / np.std(y), np.median(opt.posterior.flat_samples()["noise"]))
+    assert fits[True][0] < 1e-3 < 1e-2 < fits[False][0]  # exact values are interpolated, not smoothed
+    assert fits[True][1] < 1e-4 < fits[False][1]
+    assert opt.surrogate.noise_prior == NOISELESS_PRIOR and opt.deterministic
+    assert BayesOpt(flat2, "gp").surrogate.noise_prior != NOISELESS_PRIOR  # the registered model is untouched
+    opt.save(tmp_path / "run.json")
+    loaded = BayesOpt.load(tmp_path / "run.json")
+    assert loaded.deterministic and loaded.surrogate == opt.surrogate
+    with pytest.raises(ValueError, match="no noiseless form"):
+        BayesOpt(flat2, "bark", deterministic=True)
+    with pytest.raises(ValueError, match="random search"):
+        BayesOpt(flat2, "random", deterministic=True)
+    with pytest.raises(TypeError, match="deterministic"):
+        BayesOpt(flat2, "gp", deterministic="yes")

@@ -120,9 +120,13 @@ def test_initial_design_options_and_method_specs():
     assert initial_design(space, 5, seed=1) != design  # the default stays plain Sobol
     with pytest.raises(ValueError, match="design"):
         initial_design(space, 5, seed=1, design="grid")
-    assert split_method("addtree:ucb") == ("addtree", "ucb", "none")
-    assert split_method("gp") == ("gp", None, "none")
-    assert split_method("gp:ei/yeo-johnson") == ("gp", "ei", "yeo-johnson")
+    assert split_method("addtree:ucb") == ("addtree", "ucb", "none", False)
+    assert split_method("gp") == ("gp", None, "none", False)
+    assert split_method("gp:ei/yeo-johnson") == ("gp", "ei", "yeo-johnson", False)
+    assert split_method("addtree_shared+deterministic") == ("addtree_shared", None, "none", True)
+    assert split_method("gp:ei/log+deterministic") == ("gp", "ei", "log", True)
+    with pytest.raises(ValueError, match="deterministic"):
+        split_method("gp+exact")
 
 
 def test_mixed_problems_of_the_bark_paper():

@@ -118,8 +118,9 @@ class AddTree(ExactGP):
 
     @property
     def additive(self) -> bool:
-        """Whether the posterior splits into per-vertex components (Algorithm 2 needs it)."""
-        return not self.interaction_terms and not self.vertex_groups
+        """Whether the posterior splits into per-vertex components (Algorithm 2 needs it). Shared terms
+        fold into their members (see `component_kernels`); interaction terms span whole paths."""
+        return not self.interaction_terms
 
     def group_coordinates(self, X, membership, group):
         """(u [N, d], in_group [N]): the numeric parameters of the group member on each row's path,
@@ -218,21 +219,45 @@ class AddTree(ExactGP):
             diag = diag + params["shared_variance"][g] * jnp.sum(m[:, group], axis=1)
         return diag
 
+    def component_kernels(self, Xq, X, params):
+        """[V, N, M]: covariance between each vertex's component at Xq and f at X.
+
+        A row's path meets at most one member of a group, so a group's shared term is folded into that
+        member's component (its kernel then reads only the member's own parameters): the components
+        still sum to f along every path, and Algorithm 2 of 000 applies with share_like.
+        """
+        terms = self.vertex_kernels(Xq, X, params)
+        V = len(self.vertices)
+        if not self.vertex_groups:
+            return terms[:V]
+        member = self.group_members()  # [V, G]
+        folded = jnp.einsum("vg,gnm->vnm", member, terms[V:]) * self.membership(Xq).T[:, :, None]
+        return terms[:V] + folded
+
+    def group_members(self) -> np.ndarray:
+        """[V, G] indicator: vertex v is a member of shared group g."""
+        member = np.zeros((len(self.vertices), len(self.vertex_groups)))
+        for g, group in enumerate(self.vertex_groups):
+            member[group, g] = 1.0
+        return member
+
     def predict_components(self, cache, Xq):
         """Per-vertex posterior of the additive components f_v at Xq: mean, var [S, V, N] (user scale).
 
         Each component is Gaussian given the data: mean K_v(Xq, X) alpha and variance
         k_v(x, x) - K_v(Xq, X) K^-1 K_v(X, Xq) (000 Section 4.2, Algorithm 2, line 4). The constant
-        mean is shared by every path and left out.
+        mean is shared by every path and left out; shared terms are folded into their members.
         """
         if not self.additive:
-            raise ValueError("with interaction or shared terms the posterior is not additive over vertices")
+            raise ValueError("with interaction terms the posterior is not additive over vertices")
         samples, data, pre = cache
+        member = self.group_members()
 
         def one(s, p):
-            Kv = self.vertex_kernels(data.X, Xq, s) * data.mask[None, :, None]  # [V, n, N]
+            Kv = self.component_kernels(Xq, data.X, s).transpose(0, 2, 1) * data.mask[None, :, None]  # [V, n, N]
             mean = jnp.einsum("vnq,n->vq", Kv, p["alpha"])
-            prior = self.membership(Xq).T * s["variance"][:, None]  # [V, N]
+            scale = s["variance"] + (member @ s["shared_variance"] if self.vertex_groups else 0.0)
+            prior = self.membership(Xq).T * scale[:, None]  # [V, N]
             var = prior - jnp.einsum("vnq,nm,vmq->vq", Kv, p["Kinv"], Kv)
             return mean, jnp.maximum(var, 1e-12 * (prior + 1e-12))
 

@@ -8,6 +8,7 @@ surrogate needs no change in ``inference`` or ``optim``.
 
 from __future__ import annotations
 
+import copy
 from typing import Mapping
 
 import jax
@@ -15,6 +16,10 @@ import jax.numpy as jnp
 
 from zoo.data import Data
 from zoo.space import Space
+
+#: LogNormal(loc, scale) prior on the noise variance (standardized y) for a deterministic objective:
+#: median e^-12 = 6e-6, a noise sd of 0.25% of y's sd, on top of the models' fixed floor of 1e-6.
+NOISELESS_PRIOR = (-12.0, 1.0)
 
 
 class Surrogate:
@@ -63,6 +68,19 @@ class Surrogate:
     def log_likelihood(self, sample: dict, data: Data) -> jax.Array:
         """Pointwise log-likelihood [n_pad] of one posterior sample (0 on padded rows)."""
         raise NotImplementedError
+
+    def noiseless(self) -> "Surrogate":
+        """A copy for a deterministic objective: its noise prior becomes NOISELESS_PRIOR.
+
+        Models with a LogNormal noise prior (attribute ``noise_prior``) support it; others refuse,
+        so that a user's declaration that y is exact is never silently ignored.
+        """
+        if not isinstance(getattr(self, "noise_prior", None), tuple):
+            raise ValueError(f"the {self.name!r} surrogate has no noiseless form (deterministic=True needs a model "
+                             "with a LogNormal noise prior: gp, addtree, addtree_shared, jenatton, indep)")
+        model = copy.copy(self)
+        model.noise_prior = NOISELESS_PRIOR
+        return model
 
     # --- identity: equal configurations share compiled (jitted) code -----------------------
     def config_key(self) -> tuple:
