@@ -245,14 +245,16 @@ def compiles_table(d) -> str:
 
 
 def plot_regret(records, problem: str, path: str) -> str:
-    """Median best-so-far log10 regret vs evaluations with a quartile band, one colour per method."""
+    """Median best-so-far log10 regret vs evaluations with a quartile band, one colour (and, past ten
+    methods, line style) per method; a long legend goes beside the axes, not over the curves."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
     groups = {m: recs for (p, m), recs in sorted(group(records).items()) if p == problem}
+    outside = len(groups) > 6
+    fig, ax = plt.subplots(figsize=(9.0 if outside else 6.4, 4.2))
     for i, (method, recs) in enumerate(groups.items()):
         n = min(len(r["values"]) for r in recs)
         traces = np.array([regret_trace(r)[:n] for r in recs])
@@ -261,16 +263,19 @@ def plot_regret(records, problem: str, path: str) -> str:
         q25, med, q75 = np.percentile(y, [25, 50, 75], axis=0)
         x = np.arange(1, n + 1)
         colour = plt.cm.tab10(i % 10)
-        ax.plot(x, med, color=colour, label=f"{method} ({len(recs)} seeds)")
+        ax.plot(x, med, color=colour, linestyle=("-", "--", ":")[(i // 10) % 3], label=f"{method} ({len(recs)} seeds)")
         ax.fill_between(x, q25, q75, color=colour, alpha=0.2)
     ax.set_xlabel("evaluations")
     ax.set_ylabel("log10 regret (median, quartile band)")
     ax.set_title(problem)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    if outside:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    else:
+        ax.legend(fontsize=8)
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    fig.savefig(path, dpi=90)
+    fig.savefig(path, dpi=90, bbox_inches="tight")
     plt.close(fig)
     return path
 
