@@ -77,7 +77,7 @@ class Surrogate:
         """
         if not isinstance(getattr(self, "noise_prior", None), tuple):
             raise ValueError(f"the {self.name!r} surrogate has no noiseless form (deterministic=True needs a model "
-                             "with a LogNormal noise prior: gp, addtree, addtree_shared, jenatton, indep)")
+                             "with a LogNormal noise prior: gp, addtree, addtree_shared, jenatton, independent)")
         model = copy.copy(self)
         model.noise_prior = NOISELESS_PRIOR
         return model
