@@ -99,6 +99,9 @@ class AddTree(ExactGP):
             if not self.vertex_groups:
                 raise ValueError("share_like needs two leaves, or two inner vertices at one depth, with the same "
                                  "number of numeric parameters")
+        self.group_member = np.zeros((len(self.vertices), len(self.vertex_groups)))  # [V, G]: v is in group g
+        for g, group in enumerate(self.vertex_groups):
+            self.group_member[group, g] = 1.0
 
     def _route(self, node_name):
         """(decision name, category index) pairs from the root down to `node_name`."""
@@ -211,13 +214,16 @@ class AddTree(ExactGP):
         return jnp.sum(self.vertex_kernels(X1, X2, params), axis=0)
 
     def kernel_diag(self, X, params):
-        m = self.membership(X)
-        diag = m @ params["variance"]
+        diag = self.membership(X) @ self.vertex_scales(params)
         for t, (_, _, route_cols, route_idx) in enumerate(self.interaction_terms):
             diag = diag + params["interaction_variance"][t] * on_route(X, route_cols, route_idx)
-        for g, group in enumerate(self.vertex_groups):
-            diag = diag + params["shared_variance"][g] * jnp.sum(m[:, group], axis=1)
         return diag
+
+    def vertex_scales(self, params):
+        """[V]: prior variance of each vertex's component, its group's shared variance folded in."""
+        if not self.vertex_groups:
+            return params["variance"]
+        return params["variance"] + self.group_member @ params["shared_variance"]
 
     def component_kernels(self, Xq, X, params):
         """[V, N, M]: covariance between each vertex's component at Xq and f at X.
@@ -230,16 +236,8 @@ class AddTree(ExactGP):
         V = len(self.vertices)
         if not self.vertex_groups:
             return terms[:V]
-        member = self.group_members()  # [V, G]
-        folded = jnp.einsum("vg,gnm->vnm", member, terms[V:]) * self.membership(Xq).T[:, :, None]
+        folded = jnp.einsum("vg,gnm->vnm", self.group_member, terms[V:]) * self.membership(Xq).T[:, :, None]
         return terms[:V] + folded
-
-    def group_members(self) -> np.ndarray:
-        """[V, G] indicator: vertex v is a member of shared group g."""
-        member = np.zeros((len(self.vertices), len(self.vertex_groups)))
-        for g, group in enumerate(self.vertex_groups):
-            member[group, g] = 1.0
-        return member
 
     def predict_components(self, cache, Xq):
         """Per-vertex posterior of the additive components f_v at Xq: mean, var [S, V, N] (user scale).
@@ -251,13 +249,11 @@ class AddTree(ExactGP):
         if not self.additive:
             raise ValueError("with interaction terms the posterior is not additive over vertices")
         samples, data, pre = cache
-        member = self.group_members()
 
         def one(s, p):
             Kv = self.component_kernels(Xq, data.X, s).transpose(0, 2, 1) * data.mask[None, :, None]  # [V, n, N]
             mean = jnp.einsum("vnq,n->vq", Kv, p["alpha"])
-            scale = s["variance"] + (member @ s["shared_variance"] if self.vertex_groups else 0.0)
-            prior = self.membership(Xq).T * scale[:, None]  # [V, N]
+            prior = self.membership(Xq).T * self.vertex_scales(s)[:, None]  # [V, N]
             var = prior - jnp.einsum("vnq,nm,vmq->vq", Kv, p["Kinv"], Kv)
             return mean, jnp.maximum(var, 1e-12 * (prior + 1e-12))
 
