@@ -3,7 +3,9 @@
 `RelevanceGP` is an RBF GP with a binary relevance indicator per input dimension (a spike-and-slab
 prior on which dimensions matter): ``relevant ~ Bernoulli(0.5)^d`` is a *discrete* site, updated by
 the library's single-bit-flip Metropolis–Hastings move inside the same sweep as NUTS for the
-continuous hyperparameters. Nothing in `inference` or `optim` changes for it.
+continuous hyperparameters. It implements the contract of `zoo.base` (through `zoo.ExactGP`, which
+supplies the likelihood, predictions and noise policy); nothing in `zoo`, `inference` or `optim`
+changes for it.
 Run: python examples/custom_surrogate.py
 """
 
@@ -13,7 +15,8 @@ import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
 
-from optim import get_problem, minimize
+from optim import minimize
+from optim.bench import get_problem
 from zoo.gp import ExactGP
 from zoo.kernels import rbf
 from zoo.space import CATEGORICAL
@@ -60,6 +63,9 @@ class RelevanceGP(ExactGP):
     def kernel_diag(self, X, params):
         return params["outputscale"] * jnp.ones(X.shape[0])
 
+    def arviz_dims(self):  # ArviZ names each indicator and lengthscale after its parameter
+        return {"relevant": ["dim"], "lengthscale": ["dim"]}, {"dim": list(self.space.names)}
+
 
 if __name__ == "__main__":
     problem = get_problem("hartmann6_aug20") if not FAST else get_problem("styblinski_tang2")
@@ -68,6 +74,7 @@ if __name__ == "__main__":
                       n_init=5 if FAST else 10, progress=not FAST)
     print(result)
     idata = result.posterior.to_arviz()
-    inclusion = idata.posterior["relevant"].mean(("chain", "draw")).values
-    print("posterior inclusion probability per dimension:", inclusion.round(2))
+    inclusion = idata.posterior["relevant"].mean(("chain", "draw"))
+    print("posterior inclusion probability per dimension:",
+          dict(zip(inclusion.coords["dim"].values.tolist(), inclusion.values.round(2).tolist())))
     print("relevant-move acceptance rate:", float(idata.sample_stats["accept_relevant"].mean()))

@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 import inference  # noqa: E402
-from optim import get_problem  # noqa: E402
+from optim.bench import get_problem  # noqa: E402
 from zoo import GP  # noqa: E402
 
 FAST = os.environ.get("TREEZOO_EXAMPLES_FAST") == "1"

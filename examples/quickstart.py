@@ -6,7 +6,8 @@ one real parameter, and each subtree a shared one. Optimum 0.1. Run: python exam
 
 import os
 
-from optim import get_problem, minimize
+from optim import minimize
+from optim.bench import get_problem
 
 FAST = os.environ.get("TREEZOO_EXAMPLES_FAST") == "1"  # the test suite runs every example quickly
 

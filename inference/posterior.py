@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -10,6 +9,7 @@ import jax
 import numpy as np
 
 from zoo.base import Surrogate
+from zoo.compiled import compiled
 from zoo.data import Data
 
 
@@ -22,14 +22,12 @@ class WarmStart(NamedTuple):
     inverse_mass_matrix: Any  # [C, dim] (diagonal)
 
 
-@functools.lru_cache(maxsize=64)
 def _log_likelihood_fn(surrogate):
-    return jax.jit(jax.vmap(surrogate.log_likelihood, in_axes=(0, None)))
+    return compiled("log_likelihood", lambda s: jax.jit(jax.vmap(s.log_likelihood, in_axes=(0, None))), surrogate)
 
 
-@functools.lru_cache(maxsize=64)
 def _predict_fn(surrogate):
-    return jax.jit(surrogate.predict)
+    return compiled("predict", lambda s: jax.jit(s.predict), surrogate)
 
 
 @dataclass
@@ -81,17 +79,12 @@ class Posterior:
         """
         import arviz as az
 
-        dims, coords = self.surrogate_dims()
+        dims, coords = self.surrogate.arviz_dims()
         posterior = {k: v for k, v in self.samples.items() if k not in self.surrogate.discrete_sites}
-        posterior.update(self.structure_summaries())
+        posterior.update(self.surrogate.summarize_discrete(self.samples))
         stats = dict(self.stats)
         stats["diverging"] = stats["diverging"].astype(bool)
-        summarize_moves = getattr(self.surrogate, "summarize_moves", None)
-        if summarize_moves is not None:
-            stats.update(summarize_moves(self.move_stats))
-        else:
-            for site, acc in self.move_stats.items():
-                stats[f"accept_{site}"] = acc.reshape(acc.shape[:2] + (-1,)).mean(-1)
+        stats.update(self.surrogate.summarize_moves(self.move_stats))
         n = len(self.y)
         coords = {**coords, "obs": np.arange(n), "column": list(self.surrogate.space.names)}
         dims = {**dims, "y": ["obs"], "X": ["obs", "column"]}
@@ -103,14 +96,3 @@ class Posterior:
         return az.from_dict(
             posterior=posterior, sample_stats=stats, log_likelihood=log_lik or None,
             observed_data={"y": self.y}, constant_data={"X": self.X}, coords=coords, dims=dims)
-
-    def surrogate_dims(self):
-        fn = getattr(self.surrogate, "arviz_dims", None)
-        return fn() if fn else ({}, {})
-
-    def structure_summaries(self) -> dict:
-        """Scalar summaries of discrete structure ([C, S] arrays) for ArviZ; raw values by default."""
-        fn = getattr(self.surrogate, "summarize_discrete", None)
-        if fn is not None:
-            return fn(self.samples)
-        return {k: self.samples[k] for k in self.surrogate.discrete_sites}

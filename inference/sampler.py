@@ -1,17 +1,20 @@
-"""Metropolis-within-Gibbs: custom MH moves for discrete sites, then one NUTS step for continuous sites.
+"""Metropolis-within-Gibbs in the blackjax style: a kernel is `init` plus a pure `step(key, state, data)
+-> (state, info)` over NamedTuple states, what a step carries kept apart from what it reports.
 
-One sweep (pure function over a NamedTuple state) updates every discrete site with its move,
-refreshes the cached potential energy and gradient, then takes one NUTS transition. Chains are
-vectorized with ``vmap``; the whole run is one jitted ``lax.scan`` compiled once per (surrogate,
-settings, data bucket), so a BO run that calls :func:`sample` every iteration compiles a handful of
-times. A previous :class:`Posterior` warm-starts every chain (state, step size and mass matrix).
+Two kernels. `gibbs_kernel`: every discrete site is updated by its MH move, the cached potential energy
+and gradient are refreshed, then one NUTS transition (NumPyro's HMC) moves the continuous sites.
+`moves_kernel`: for models whose every site is moved by MH (BARK), with no NUTS and no gradient; its
+potential is computed only when a draw is kept. `run_chain` drives either (warm-up sweeps, then a draw
+every `thinning` sweeps); chains are vectorized with ``vmap`` and the whole run is one jitted function,
+compiled once per (surrogate, settings, data bucket) through `zoo.compiled`, so a BO run that calls
+:func:`sample` every iteration compiles a handful of times. A previous :class:`Posterior` warm-starts
+every chain (state, step size and mass matrix).
 """
 
 from __future__ import annotations
 
-import functools
 import time
-from typing import Any, Mapping, NamedTuple
+from typing import Any, Callable, Mapping, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -21,24 +24,52 @@ from numpyro.distributions import biject_to
 from numpyro.infer.hmc import hmc
 from numpyro.infer.util import constrain_fn, potential_energy
 
-from inference.moves import MOVES
+from inference.moves import MOVES, Move
 from inference.posterior import Posterior, WarmStart
-from zoo.base import Surrogate
+from zoo.base import StructureMoves, Surrogate, offers
+from zoo.compiled import compiled
 from zoo.data import bucket_size, make_data
 
 
 class GibbsState(NamedTuple):
-    """State of one chain: NumPyro's HMC state for continuous sites plus discrete site values."""
+    """What a Gibbs step carries: NumPyro's HMC state of the continuous sites and the discrete values."""
 
     hmc: Any
     discrete: dict
 
 
-class MovesOnly(NamedTuple):
-    """Stands in for the HMC state of a model whose every site is updated by moves (e.g. BARK)."""
+class MovesState(NamedTuple):
+    """What a moves-only step carries: the discrete values (every site of the model)."""
 
-    z: dict
-    potential_energy: Any
+    discrete: dict
+
+
+class SweepInfo(NamedTuple):
+    """What one sweep reports: the NUTS transition's statistics and each discrete site's move statistics."""
+
+    diverging: Any
+    acceptance_rate: Any
+    n_steps: Any
+    moves: dict
+
+
+class Draw(NamedTuple):
+    """What a kept state reports: every site's value (constrained), log density, energy and step size."""
+
+    values: dict
+    lp: Any
+    energy: Any
+    step_size: Any
+
+
+class Kernel(NamedTuple):
+    """init(key, z0, discrete0, step_size, inverse_mass_matrix, data) -> state;
+    step(key, state, data) -> (state, SweepInfo); draw(state, data) -> Draw; warm_start(state) -> WarmStart."""
+
+    init: Callable
+    step: Callable
+    draw: Callable
+    warm_start: Callable
 
 
 def potential_fn_gen(surrogate: Surrogate):
@@ -64,7 +95,8 @@ def init_unconstrained(surrogate: Surrogate, data, discrete, key, radius: float 
 
 
 def resolve_moves(surrogate: Surrogate, moves: Mapping | None) -> tuple:
-    """(site, move) pairs: the surrogate's families from MOVES, overridden by `moves`."""
+    """(site, Move) pairs: the surrogate's families from MOVES, overridden by `moves` ({site: Move or
+    update function})."""
     moves = dict(moves or {})
     out = []
     for site, family in surrogate.discrete_sites.items():
@@ -72,6 +104,10 @@ def resolve_moves(surrogate: Surrogate, moves: Mapping | None) -> tuple:
         if move is None:
             raise ValueError(f"no move for discrete site {site!r} of family {family!r}; "
                              f"register one with inference.moves.register_move or pass moves={{...}}")
+        move = move if isinstance(move, Move) else Move(move)
+        if move.needs_context and not offers(surrogate, StructureMoves):
+            raise ValueError(f"the move for site {site!r} needs a move context, but {surrogate.name!r} does not "
+                             "offer zoo.base.StructureMoves")
         out.append((site, move))
     if moves:
         raise ValueError(f"moves given for unknown discrete sites {sorted(moves)}; "
@@ -79,91 +115,128 @@ def resolve_moves(surrogate: Surrogate, moves: Mapping | None) -> tuple:
     return tuple(out)
 
 
-@functools.lru_cache(maxsize=64)
-def _runner(surrogate, moves, num_warmup, num_samples, num_chains, thinning, cold, max_tree_depth,
-            target_accept_prob):
-    """Build the jitted, chain-vectorized run for one configuration (cached: compile once)."""
+def move_discrete(surrogate, moves, gen, key, z, discrete, data):
+    """Update every discrete site once with its move (in order); returns (values, per-site move stats)."""
+    stats = {}
+    if not moves:
+        return discrete, stats
+    for (site, move), k in zip(moves, jax.random.split(key, len(moves))):
+        current = discrete
+
+        def log_density(value, site=site, current=current):
+            return -gen(data, {**current, site: value})(z)
+        if move.needs_context:
+            new, stats[site] = move.update(k, discrete[site], log_density, surrogate.move_context(data, z, discrete))
+        else:
+            new, stats[site] = move.update(k, discrete[site], log_density)
+        discrete = {**discrete, site: new}
+    return discrete, stats
+
+
+def _site_values(surrogate, data, z, discrete) -> dict:
+    model = handlers.condition(surrogate.model, data=discrete)
+    return {**constrain_fn(model, (data,), {}, z, return_deterministic=True), **discrete}
+
+
+def gibbs_kernel(surrogate: Surrogate, moves: tuple, num_warmup: int, adapt_mass_matrix: bool,
+                 max_tree_depth: int, target_accept_prob: float) -> Kernel:
+    """Discrete moves, then one NUTS transition of the continuous sites (NumPyro's `hmc` functional API)."""
     gen = potential_fn_gen(surrogate)
-    init_kernel, sample_kernel = hmc(potential_fn_gen=gen, algo="NUTS")
+    init_hmc, sample_hmc = hmc(potential_fn_gen=gen, algo="NUTS")
 
-    def sweep(state: GibbsState, key, data):
-        hmc_state, disc = state
-        move_info = {}
+    def init(key, z0, discrete0, step_size, inverse_mass_matrix, data):
+        state = init_hmc(z0, num_warmup, step_size=step_size, inverse_mass_matrix=inverse_mass_matrix,
+                         adapt_step_size=True, adapt_mass_matrix=adapt_mass_matrix, dense_mass=False,
+                         target_accept_prob=target_accept_prob, max_tree_depth=max_tree_depth,
+                         model_args=(data, discrete0), rng_key=key)
+        return GibbsState(state, discrete0)
+
+    def step(key, state: GibbsState, data):
+        hs, discrete = state
         if moves:
-            for (site, move), k in zip(moves, jax.random.split(key, len(moves))):
-                z, current = hmc_state.z, disc
-
-                def log_density(value, site=site, current=current, z=z):
-                    return -gen(data, {**current, site: value})(z)
-                if getattr(move, "needs_context", False):  # structure-aware moves (e.g. BARK's trees)
-                    context = surrogate.move_context(data, z, disc)
-                    new, accepted = move(k, disc[site], log_density, context)
-                else:
-                    new, accepted = move(k, disc[site], log_density)
-                disc = {**disc, site: new}
-                move_info[site] = accepted
-            if isinstance(hmc_state, MovesOnly):  # its potential is computed only when a draw is kept
-                info = {"diverging": jnp.array(False), "acceptance_rate": jnp.array(1.0), "n_steps": jnp.array(0)}
-                return GibbsState(hmc_state, disc), (info, move_info)
-            pe, grad = jax.value_and_grad(gen(data, disc))(hmc_state.z)
-            hmc_state = hmc_state._replace(potential_energy=pe, z_grad=grad)
-        hmc_state = sample_kernel(hmc_state, model_args=(data, disc))
-        info = {"diverging": hmc_state.diverging, "acceptance_rate": hmc_state.accept_prob,
-                "n_steps": hmc_state.num_steps}
-        return GibbsState(hmc_state, disc), (info, move_info)
-
-    def run_chain(key, z0, disc0, step0, inv_mass0, data):
-        k_init, k_warm, k_draw = jax.random.split(key, 3)
-        if not z0:  # no continuous site: moves only, no NUTS
-            hmc_state = MovesOnly({}, jnp.array(0.0))  # its potential is filled in when a draw is kept
+            discrete, move_stats = move_discrete(surrogate, moves, gen, key, hs.z, discrete, data)
+            pe, grad = jax.value_and_grad(gen(data, discrete))(hs.z)  # the moved sites changed the potential
+            hs = hs._replace(potential_energy=pe, z_grad=grad)
         else:
-            hmc_state = init_kernel(
-                z0, num_warmup, step_size=step0, inverse_mass_matrix=inv_mass0,
-                adapt_step_size=True, adapt_mass_matrix=cold, dense_mass=False,
-                target_accept_prob=target_accept_prob, max_tree_depth=max_tree_depth,
-                model_args=(data, disc0), rng_key=k_init)
-        state = GibbsState(hmc_state, disc0)
-        state, _ = jax.lax.scan(lambda s, k: (sweep(s, k, data)[0], None), state,
-                                jax.random.split(k_warm, num_warmup))
+            move_stats = {}
+        hs = sample_hmc(hs, model_args=(data, discrete))
+        return GibbsState(hs, discrete), SweepInfo(hs.diverging, hs.accept_prob, hs.num_steps, move_stats)
 
-        def draw(s, k):
-            s, (info, move_info) = jax.lax.scan(lambda s, k: sweep(s, k, data), s,
-                                                jax.random.split(k, thinning))
-            hs, disc = s
-            if isinstance(hs, MovesOnly):
-                hs = MovesOnly({}, gen(data, disc)({}))
-                s = GibbsState(hs, disc)
-                energy, step_size = hs.potential_energy, jnp.array(0.0)
-            else:
-                energy, step_size = hs.energy, hs.adapt_state.step_size
-            model = handlers.condition(surrogate.model, data=disc)
-            values = {**constrain_fn(model, (data,), {}, hs.z, return_deterministic=True), **disc}
-            stats = {"lp": -hs.potential_energy, "energy": energy, "step_size": step_size,
-                     "diverging": jnp.any(info["diverging"]),
-                     "acceptance_rate": jnp.mean(info["acceptance_rate"]),
-                     "n_steps": jnp.mean(info["n_steps"].astype(jnp.float64))}
-            moves_mean = {k_: jnp.mean(v, axis=0) for k_, v in move_info.items()}
-            return s, (values, stats, moves_mean)
-
-        state, (values, stats, move_stats) = jax.lax.scan(draw, state, jax.random.split(k_draw, num_samples))
+    def draw(state: GibbsState, data) -> Draw:
         hs = state.hmc
-        if isinstance(hs, MovesOnly):
-            last = WarmStart({}, state.discrete, jnp.array(0.0), jnp.zeros(0))
-        else:
-            last = WarmStart(hs.z, state.discrete, hs.adapt_state.step_size, hs.adapt_state.inverse_mass_matrix)
-        return values, stats, move_stats, last
+        return Draw(_site_values(surrogate, data, hs.z, state.discrete), -hs.potential_energy, hs.energy,
+                    hs.adapt_state.step_size)
 
-    def run_cold(key, data):
+    def warm_start(state: GibbsState) -> WarmStart:
+        hs = state.hmc
+        return WarmStart(hs.z, state.discrete, hs.adapt_state.step_size, hs.adapt_state.inverse_mass_matrix)
+
+    return Kernel(init, step, draw, warm_start)
+
+
+def moves_kernel(surrogate: Surrogate, moves: tuple) -> Kernel:
+    """Every site moved by its MH move; no NUTS, so the potential is computed only for kept draws."""
+    gen = potential_fn_gen(surrogate)
+
+    def init(key, z0, discrete0, step_size, inverse_mass_matrix, data):
+        return MovesState(discrete0)
+
+    def step(key, state: MovesState, data):
+        discrete, move_stats = move_discrete(surrogate, moves, gen, key, {}, state.discrete, data)
+        return MovesState(discrete), SweepInfo(jnp.array(False), jnp.array(1.0), jnp.array(0), move_stats)
+
+    def draw(state: MovesState, data) -> Draw:
+        energy = gen(data, state.discrete)({})
+        return Draw(_site_values(surrogate, data, {}, state.discrete), -energy, energy, jnp.array(0.0))
+
+    def warm_start(state: MovesState) -> WarmStart:
+        return WarmStart({}, state.discrete, jnp.array(0.0), jnp.zeros(0))
+
+    return Kernel(init, step, draw, warm_start)
+
+
+def run_chain(kernel: Kernel, key, z0, discrete0, step_size, inverse_mass_matrix, data, num_warmup: int,
+              num_samples: int, thinning: int):
+    """One chain: `num_warmup` sweeps, then `num_samples` draws `thinning` sweeps apart; returns the
+    draws' values, their statistics, the move statistics (averaged per thinning block) and the warm start."""
+    k_init, k_warm, k_draw = jax.random.split(key, 3)
+    state = kernel.init(k_init, z0, discrete0, step_size, inverse_mass_matrix, data)
+    state, _ = jax.lax.scan(lambda s, k: (kernel.step(k, s, data)[0], None), state,
+                            jax.random.split(k_warm, num_warmup))
+
+    def block(s, k):
+        s, info = jax.lax.scan(lambda s, k: kernel.step(k, s, data), s, jax.random.split(k, thinning))
+        d = kernel.draw(s, data)
+        stats = {"lp": d.lp, "energy": d.energy, "step_size": d.step_size,
+                 "diverging": jnp.any(info.diverging), "acceptance_rate": jnp.mean(info.acceptance_rate),
+                 "n_steps": jnp.mean(info.n_steps.astype(jnp.float64))}
+        return s, (d.values, stats, {site: jnp.mean(v, axis=0) for site, v in info.moves.items()})
+
+    state, (values, stats, move_stats) = jax.lax.scan(block, state, jax.random.split(k_draw, num_samples))
+    return values, stats, move_stats, kernel.warm_start(state)
+
+
+def _build_run(surrogate, moves, num_warmup, num_samples, num_chains, thinning, cold, max_tree_depth,
+               target_accept_prob):
+    """The jitted, chain-vectorized run for one configuration (a kernel chosen by whether the model has
+    continuous sites)."""
+    def chain(key, z0, discrete0, step_size, inverse_mass_matrix, data):
+        kernel = (gibbs_kernel(surrogate, moves, num_warmup, cold, max_tree_depth, target_accept_prob) if z0
+                  else moves_kernel(surrogate, moves))
+        return run_chain(kernel, key, z0, discrete0, step_size, inverse_mass_matrix, data, num_warmup,
+                         num_samples, thinning)
+
+    def cold_chain(key, data):
         k_disc, k_z, k_run = jax.random.split(key, 3)
-        disc0 = surrogate.init_discrete(k_disc, data)
-        z0 = init_unconstrained(surrogate, data, disc0, k_z)
-        return run_chain(k_run, z0, disc0, 1.0, None, data)
+        discrete0 = surrogate.init_discrete(k_disc, data)
+        z0 = init_unconstrained(surrogate, data, discrete0, k_z)
+        return chain(k_run, z0, discrete0, 1.0, None, data)
 
     def run(key, *args):  # key splitting inside the jit: no eager (separately compiled) key ops
         keys = jax.random.split(key, num_chains)
         if cold:
-            return jax.vmap(run_cold, in_axes=(0, None))(keys, *args)
-        return jax.vmap(run_chain, in_axes=(0, 0, 0, 0, 0, None))(keys, *args)
+            return jax.vmap(cold_chain, in_axes=(0, None))(keys, *args)
+        return jax.vmap(chain, in_axes=(0, 0, 0, 0, 0, None))(keys, *args)
     return jax.jit(run)
 
 
@@ -202,8 +275,8 @@ def sample(surrogate: Surrogate, X, y, key, num_warmup: int = 300, num_samples: 
     move_pairs = resolve_moves(surrogate, moves)
     key = as_key(key)
     cold = init is None
-    run = _runner(surrogate, move_pairs, int(num_warmup), int(num_samples), int(num_chains), int(thinning), cold,
-                  int(max_tree_depth), float(target_accept_prob))
+    run = compiled("sample", _build_run, surrogate, move_pairs, int(num_warmup), int(num_samples), int(num_chains),
+                   int(thinning), cold, int(max_tree_depth), float(target_accept_prob))
     t0 = time.perf_counter()
     if cold:
         out = run(key, data)

@@ -9,7 +9,7 @@ import time
 
 
 def _parser() -> argparse.ArgumentParser:
-    from optim.problems import PROBLEMS
+    from optim.bench.problems import PROBLEMS
     from optim.registry import available
     from optim.transforms import OUTPUT_TRANSFORMS
 
@@ -40,7 +40,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.command == "run" and args.deterministic and (args.noise > 0 or args.surrogate == "random"):
         parser.error("--deterministic needs a model (not random search) and a noiseless problem (--noise 0)")
-    from optim.problems import PROBLEMS, get_problem
+    from optim.bench.problems import PROBLEMS, get_problem
     from optim.registry import available
 
     if args.command == "problems":

@@ -1,14 +1,15 @@
 """The BO loop: ask/tell with save/load, and `minimize`.
 
 Each `ask` after the initial design fits the surrogate by MCMC (warm-started from the previous
-fit), builds the integrated acquisition over the posterior samples and maximizes it with the
-optimizer the surrogate's structure calls for. Randomness comes only from keys derived from
+fit), builds the integrated acquisition over the posterior samples and maximizes it with the first of
+the surrogate's preferred optimizers (optim.registry) that can serve it. Randomness comes only from keys derived from
 (seed, number of evaluations so far), so the same seed gives the same run, and a run saved and
 loaded continues exactly as if it had not stopped.
 """
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 import numbers
@@ -21,11 +22,11 @@ import jax
 import numpy as np
 
 from inference import Posterior, WarmStart, sample
-from optim.acqf import AcquisitionFunction
 from optim.acquisition import UCB, get_acquisition
-from optim.registry import (default_optimizer_config, make_surrogate, optimizer_config_from_dict,
-                            optimizer_for)
+from optim.integrated import AcquisitionFunction
+from optim.registry import make_surrogate, optimizer_from_dict, optimizer_to_dict, resolve_optimizer
 from optim.transforms import check_output_transform, check_value_for, transform_outputs
+from zoo.base import NoiselessForm, Surrogate, offers
 from zoo.space import Space
 
 FORMAT_VERSION = 1
@@ -45,10 +46,19 @@ class SamplerSettings:
     @classmethod
     def for_surrogate(cls, surrogate) -> SamplerSettings:
         """The defaults, overridden by the surrogate's own `sampler_defaults` (e.g. BARK's long burn-in)."""
-        return cls(**getattr(surrogate, "sampler_defaults", {}))
+        return cls(**(surrogate.sampler_defaults if surrogate is not None else {}))
 
 
-def _derive(seed: int, step: int, stream: int) -> int:
+class Stream(enum.IntEnum):
+    """The purposes randomness is drawn for; each gets its own seed per evaluation index."""
+
+    DESIGN = 0  # the initial design (drawn once, at index 0)
+    RANDOM = 1  # random proposals (random search, too few observations, a duplicate proposal)
+    SAMPLER = 2  # the MCMC fit
+    OPTIMIZER = 3  # the acquisition optimizer
+
+
+def derive_seed(seed: int, step: int, stream: Stream) -> int:
     """A 32-bit integer seed for (user seed, evaluation index, purpose), via NumPy's SeedSequence."""
     return int(np.random.SeedSequence([int(seed), int(step), int(stream)]).generate_state(1)[0])
 
@@ -62,7 +72,7 @@ def initial_design(space: Space, n_init: int, seed: int, design: str = "sobol") 
     the first points one root-to-leaf path each (conditional spaces: every leaf seen once)."""
     if design not in DESIGNS:
         raise ValueError(f"design must be one of {DESIGNS}, got {design!r}")
-    return space.sobol(n_init, seed=_derive(seed, 0, 0), cover_paths=design == "paths")
+    return space.sobol(n_init, seed=derive_seed(seed, 0, Stream.DESIGN), cover_paths=design == "paths")
 
 
 def _check_value(value) -> float:
@@ -79,6 +89,11 @@ class BayesOpt:
 
     >>> opt = BayesOpt(space, surrogate="gp", seed=0)
     >>> config = opt.ask(); opt.tell(config, f(config))
+
+    `optimizer`: None (the surrogate's preferred optimizer for the acquisition), a registered name
+    ("lbfgs", "vertex_ucb", "two_step", "mip", or one added by `optim.register_optimizer`), a settings
+    instance (`LBFGSConfig(...)`, `MIPConfig(...)`), or a (name, settings) pair. An optimizer the
+    surrogate cannot serve is refused here, before any evaluation is spent.
     """
 
     def __init__(self, space: Space, surrogate="gp", acquisition=None, seed: int = 0,
@@ -90,7 +105,8 @@ class BayesOpt:
         if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
             raise TypeError(f"seed must be an integer, got {seed!r}")
         self.space = space
-        self.surrogate_spec = surrogate if isinstance(surrogate, str) else getattr(surrogate, "name", "custom")
+        self.surrogate_spec = (surrogate if isinstance(surrogate, str)
+                               else surrogate.name if isinstance(surrogate, Surrogate) else "custom")
         self.surrogate = make_surrogate(surrogate, space)
         if not isinstance(deterministic, (bool, np.bool_)):
             raise TypeError(f"deterministic must be True or False, got {deterministic!r}")
@@ -98,17 +114,23 @@ class BayesOpt:
         if self.deterministic:  # the user declares y exact: the model's noise prior moves near zero
             if self.surrogate is None:
                 raise ValueError("deterministic=True needs a model; random search has no noise to switch off")
+            if not offers(self.surrogate, NoiselessForm):
+                raise ValueError(f"the {self.surrogate.name!r} surrogate has no noiseless form (deterministic=True "
+                                 "needs a model that offers zoo.base.NoiselessForm: gp, addtree, addtree_shared, "
+                                 "jenatton, independent)")
             self.surrogate = self.surrogate.noiseless()
         if acquisition is None:  # the surrogate's own choice (UCB for BARK, log-EI for the others)
-            acquisition = getattr(self.surrogate, "default_acquisition", "logei")
+            acquisition = self.surrogate.default_acquisition if self.surrogate is not None else "logei"
         self.acquisition = get_acquisition(acquisition)
+        # the optimizer is chosen (and a surrogate it cannot serve refused) before any evaluation is spent
+        self.optimizer_entry, self.optimizer = (resolve_optimizer(self.surrogate, self.acquisition, optimizer)
+                                                if self.surrogate is not None else (None, None))
         self.seed = int(seed)
         self.n_init = self.default_n_init(space) if n_init is None else int(n_init)
         if self.n_init < 1:
             raise ValueError(f"n_init must be >= 1, got {n_init!r}")
         # defaults come from the surrogate: BARK wants 4 chains and a long first burn-in, and a MIP
         self.sampler = sampler if sampler is not None else SamplerSettings.for_surrogate(self.surrogate)
-        self.optimizer = optimizer if optimizer is not None else default_optimizer_config(self.surrogate)
         self.history: list[dict] = []
         self.posterior: Posterior | None = None
         self._warm: WarmStart | None = None
@@ -152,13 +174,16 @@ class BayesOpt:
         if step < self.n_init:
             config, source = self._design[step], "init"
         elif self.surrogate is None:
-            config, source = self.space.sample(1, seed=_derive(self.seed, step, 1))[0], "random"
+            config, source = self._random(step), "random"
         elif len(obs) < 2:
-            config, source = self.space.sample(1, seed=_derive(self.seed, step, 1))[0], "random:too-few-observations"
+            config, source = self._random(step), "random:too-few-observations"
         else:
             config, source, info = self._suggest(step, obs)
         self._pending = {"config": config, "source": source, **info}
         return dict(config)
+
+    def _random(self, step: int) -> dict:
+        return self.space.sample(1, seed=derive_seed(self.seed, step, Stream.RANDOM))[0]
 
     def _suggest(self, step: int, obs: list[dict]):
         s = self.sampler
@@ -167,18 +192,18 @@ class BayesOpt:
         t0 = time.perf_counter()
         cold = self._warm is None
         self.posterior = sample(
-            self.surrogate, X, y, _derive(self.seed, step, 2),
+            self.surrogate, X, y, derive_seed(self.seed, step, Stream.SAMPLER),
             num_warmup=s.cold_warmup if cold else s.warm_warmup, num_samples=s.num_samples,
             num_chains=s.num_chains, thinning=s.thinning, init=self._warm, max_tree_depth=s.max_tree_depth)
         self._warm = self.posterior.last_state
         t1 = time.perf_counter()
         acqf = AcquisitionFunction(self.posterior, self.acquisition, best=float(np.min(y)),
                                    t=step - self.n_init + 1)
-        rng = np.random.default_rng(_derive(self.seed, step, 3))
-        x, value, extra = optimizer_for(self.surrogate)(acqf, self.space, rng, self.optimizer)
+        rng = np.random.default_rng(derive_seed(self.seed, step, Stream.OPTIMIZER))
+        x, value, extra = self.optimizer_entry.optimize(acqf, self.space, rng, self.optimizer)
         config, source = self.space.decode(x), "bo"
         if np.any(np.all(np.abs(X - self.space.encode(config)) < 1e-12, axis=1)):
-            config, source = self.space.sample(1, seed=_derive(self.seed, step, 1))[0], "random:duplicate"
+            config, source = self._random(step), "random:duplicate"
         info = {"fit_seconds": t1 - t0, "acq_seconds": time.perf_counter() - t1, "acq_value": float(value)}
         if isinstance(extra, dict):  # e.g. the MIP's status, gap and whether it fell back to the pool
             info["optimizer_info"] = extra
@@ -209,10 +234,11 @@ class BayesOpt:
         acq = self.acquisition
         return {
             "format": FORMAT_VERSION, "space": self.space.to_dict(), "surrogate": self.surrogate_spec,
-            "acquisition": {"name": acq.name, "beta": getattr(acq, "beta", None)},
+            "acquisition": {"name": acq.name, "beta": acq.beta if isinstance(acq, UCB) else None},
             "seed": self.seed, "n_init": self.n_init, "design": self.design, "output_transform": self.output_transform,
             "deterministic": self.deterministic, "sampler": asdict(self.sampler),
-            "optimizer": {"type": type(self.optimizer).__name__, **asdict(self.optimizer)}, "history": self.history,
+            "optimizer": (None if self.optimizer_entry is None
+                          else optimizer_to_dict(self.optimizer_entry, self.optimizer)), "history": self.history,
             "pending": self._pending,
             "warm_start": None if self._warm is None else _tree_to_json(self._warm._asdict()),
         }
@@ -232,9 +258,14 @@ class BayesOpt:
         space = Space.from_dict(d["space"])
         acq = d["acquisition"]
         acquisition = UCB(beta=acq["beta"]) if acq["name"] == "ucb" else acq["name"]
-        opt = cls(space, surrogate=surrogate if surrogate is not None else d["surrogate"],
+        surrogate = surrogate if surrogate is not None else d["surrogate"]
+        optimizer = None
+        if d["optimizer"] is not None and surrogate != "random":
+            name, config = optimizer_from_dict(d["optimizer"])
+            optimizer = config if name is None else (name, config)
+        opt = cls(space, surrogate=surrogate,
                   acquisition=acquisition, seed=d["seed"], n_init=d["n_init"],
-                  sampler=SamplerSettings(**d["sampler"]), optimizer=optimizer_config_from_dict(d["optimizer"]),
+                  sampler=SamplerSettings(**d["sampler"]), optimizer=optimizer,
                   design=d.get("design", "sobol"), output_transform=d.get("output_transform", "none"),
                   deterministic=d.get("deterministic", False))
         opt.history = [dict(h, config=space.validate(h["config"])) for h in d["history"]]
@@ -287,8 +318,7 @@ def minimize(objective: Callable[[dict], float], space: Space, surrogate="gp", b
     points cover every root-to-leaf path once. An objective that raises or returns NaN/inf is
     recorded as a failed evaluation (it counts toward the budget and is never shown to the model).
     `checkpoint`: a path saved after every evaluation, for `BayesOpt.load`. `progress`: a tqdm bar.
-    `settings`: `sampler=SamplerSettings(...)`, `optimizer=LBFGSConfig(...)` (or `MIPConfig(...)` for
-    BARK), `design="sobol"|"paths"`, `output_transform="none"|"log"|"yeo-johnson"` (the model fits a
+    `settings`: `sampler=SamplerSettings(...)`, `optimizer=` (see `BayesOpt`), `design="sobol"|"paths"`, `output_transform="none"|"log"|"yeo-johnson"` (the model fits a
     monotone transform of the values: for heavy-tailed objectives), `deterministic=True` (the objective
     returns exact values, e.g. a simulation: the model's noise prior moves to
     `zoo.base.NOISELESS_PRIOR`); unset, they default to what the surrogate asks for.

@@ -20,7 +20,6 @@ acquisition that ``AcquisitionFunction`` (i.e. the surrogate's ``predict``) give
 
 from __future__ import annotations
 
-import functools
 import os
 import pickle
 import subprocess
@@ -30,13 +29,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import jax
 import numpy as np
 
 from optim.acquisition import UCB
+from zoo.base import CoordinateMoments, offers
 from zoo.data import bucket_size
+from zoo.heap_trees import FEATURE, MASK, SPLIT, THRESHOLD, compiled_router
 from zoo.space import CATEGORICAL, INTEGER, Space
-from zoo.trees import FEATURE, MASK, SPLIT, THRESHOLD, route_forest
 
 WORKER = Path(__file__).with_name("_scip_worker.py")
 
@@ -108,12 +107,6 @@ def describe_forests(forests: np.ndarray, spec) -> dict:
     return {"thresholds": thresholds, "categories": categories, "trees": trees}
 
 
-@functools.lru_cache(maxsize=16)
-def _router(surrogate):
-    """Jitted leaf lookup of rows in a stack of trees (eager dispatch of the routing loop takes seconds)."""
-    return jax.jit(functools.partial(route_forest, surrogate.spec))
-
-
 def check_acquisition(acqf) -> None:
     if not isinstance(acqf.acquisition, UCB):
         raise ValueError(f"the MIP optimizer maximizes UCB only; got {acqf.acquisition.name!r} (use acquisition='ucb')")
@@ -125,14 +118,15 @@ def build_problem(acqf, space: Space, config: MIPConfig, x0: np.ndarray, seed: i
     check_acquisition(acqf)
     acq = acqf.acquisition
     spec = acqf.surrogate.spec
-    samples, data, pre = acqf.prepared
-    forests = np.asarray(samples["forest"])
+    posterior = acqf.surrogate.forest_posterior(acqf.prepared)
+    data = acqf.posterior.data
+    forests = np.asarray(posterior.forests)
     n = int(np.sum(np.asarray(data.mask)))
     S, m = forests.shape[:2]
     problem = describe_forests(forests, spec) if problem is None else dict(problem)
     problem["trees"] = [[dict(tree) for tree in forest] for forest in problem["trees"]]
-    point_heap = np.asarray(pre["leaves"])[:, :, :n]
-    x0_heap = np.asarray(_router(acqf.surrogate)(forests.reshape((-1,) + forests.shape[2:]), np.asarray(x0)[None]))
+    point_heap = np.asarray(posterior.train_leaves)[:, :, :n]
+    x0_heap = np.asarray(compiled_router(spec)(forests.reshape((-1,) + forests.shape[2:]), np.asarray(x0)[None]))
     x0_leaf = []
     for s in range(S):
         for t, tree in enumerate(problem["trees"][s]):  # heap ids -> positions in the tree's leaf list
@@ -141,7 +135,7 @@ def build_problem(acqf, space: Space, config: MIPConfig, x0: np.ndarray, seed: i
                         for t, tree in enumerate(problem["trees"][s])])
     x0_cat = {j: (k - 1 if x0[j] < 0 else int(round(x0[j]))) for j, k in problem["categories"].items()}
     return {**problem, "S": S, "m": m, "n": n,
-            "L": np.asarray(pre["L"])[:, :n, :n], "alpha": np.asarray(pre["alpha"])[:, :n],
+            "L": np.asarray(posterior.cholesky)[:, :n, :n], "alpha": np.asarray(posterior.alpha)[:, :n],
             "y_mean": float(data.y_mean), "y_std": float(data.y_std),
             "beta": float(acq.beta_t(acqf.t, space.dim)), "time_limit": config.time_limit, "gap": config.gap,
             "x0": np.asarray(x0, dtype=np.float64), "x0_cat": x0_cat, "x0_leaf": x0_leaf, "seed": seed}
@@ -202,7 +196,7 @@ def column_trees(problem: dict) -> dict:
 def _fast_coordinates(acqf, space: Space) -> bool:
     """Whether one column can be moved alone through the surrogate's `coordinate_moments` (on a
     conditional space moving a column can switch other columns on or off)."""
-    return hasattr(acqf.surrogate, "coordinate_moments") and not space.is_conditional
+    return offers(acqf.surrogate, CoordinateMoments) and not space.is_conditional
 
 
 def polish(acqf, space: Space, candidates: dict, X: np.ndarray, values: np.ndarray, max_sweeps: int = 3,
@@ -238,6 +232,27 @@ def polish(acqf, space: Space, candidates: dict, X: np.ndarray, values: np.ndarr
     return X, values
 
 
+def sum_of_trees_minimum(forest: np.ndarray, values: np.ndarray, spec) -> float:
+    """Exact minimum over the encoded domain of sum_t values[t, leaf_t(x)] for a forest [m, nodes, width]
+    written in `spec`: a small MILP over the trees' leaf boxes (the structure constraints of the
+    acquisition MIP with a linear objective), solved by SCIP to a zero gap."""
+    from pyscipopt import Model, quicksum
+
+    from optim._scip_worker import add_forest_structure
+
+    model = Model("sum-of-trees-min")
+    model.hideOutput()
+    problem = describe_forests(np.asarray(forest)[None], spec)
+    _, _, z = add_forest_structure(model, problem)
+    model.setObjective(quicksum(float(values[t, leaf]) * z[0][t][k] for t, tree in enumerate(problem["trees"][0])
+                                for k, leaf in enumerate(tree["leaves"])), "minimize")
+    model.setParam("limits/gap", 0.0)
+    model.optimize()
+    if model.getStatus() != "optimal":
+        raise RuntimeError(f"sum-of-trees minimum: SCIP ended with status {model.getStatus()}")
+    return float(model.getObjVal())
+
+
 def run_worker(problem: dict, timeout: float) -> dict:
     """Solve in a child process; any crash, timeout or missing result becomes {'status': reason}."""
     with tempfile.TemporaryDirectory(prefix="treezoo-mip-") as tmp:
@@ -259,18 +274,19 @@ def sobol_pool(space: Space, n: int, rng: np.random.Generator) -> np.ndarray:
     return space.encode(space.sobol(n, seed=int(rng.integers(2**31))))
 
 
-def optimize_mip(acqf, space: Space, rng: np.random.Generator, config=None):
-    """Maximize BARK's integrated UCB; returns (encoded row, acquisition value, info dict).
+def optimize_mip(acqf, space: Space, rng: np.random.Generator, config: MIPConfig = MIPConfig()):
+    """The "mip" optimizer: maximize the integrated UCB of a surrogate that offers
+    `zoo.base.ForestPosterior` (BARK); returns (encoded row, acquisition value, info dict).
 
     The best `n_starts` points of a Sobol pool are polished by coordinate ascent over leaf intervals;
     the best of them warm-starts SCIP, and whichever of SCIP's point and it scores higher is returned."""
-    config = config if isinstance(config, MIPConfig) else MIPConfig()
     check_acquisition(acqf)
     t0 = time.perf_counter()
     pool = sobol_pool(space, config.n_pool, rng)
     values = acqf.scores(pool, batch=config.n_pool)
     v_pool = float(np.max(values))
-    description = describe_forests(np.asarray(acqf.prepared[0]["forest"]), acqf.surrogate.spec)
+    description = describe_forests(np.asarray(acqf.surrogate.forest_posterior(acqf.prepared).forests),
+                                   acqf.surrogate.spec)
     top = np.argsort(-values)[: config.n_starts]
     candidates = coordinate_candidates(space, acqf.surrogate.spec, description["thresholds"])
     X, v = polish(acqf, space, candidates, pool[top], values[top], config.max_sweeps,

@@ -1,15 +1,22 @@
-"""Registered surrogates (by name) and the acquisition optimizer each model structure calls for."""
+"""Registered surrogates (by name) and acquisition optimizers (by name, with their settings class, the
+capabilities they need of a surrogate and the acquisitions they can maximize).
+
+A surrogate lists `preferred_optimizers`; `resolve_optimizer` takes the first that it and the chosen
+acquisition can serve, or the one the user names, and says at construction (before any evaluation is
+spent) why none fits.
+"""
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from typing import Callable
 
-from optim.lbfgs import LBFGSConfig, optimize_acquisition
+from optim.conditional_search import addtree_ucb_search, two_step_search
 from optim.mip import MIPConfig, optimize_mip
-from optim.tree_search import tree_optimizer
+from optim.path_lbfgs import LBFGSConfig, optimize_acquisition
 from zoo.addtree import AddTree
 from zoo.bark import BARK
-from zoo.base import Surrogate
+from zoo.base import AdditiveComponents, ForestPosterior, PathPredictions, Surrogate, offers
 from zoo.gp import GP
 from zoo.jenatton import Jenatton
 from zoo.space import Space
@@ -21,37 +28,128 @@ SURROGATES: dict[str, Callable[[Space], Surrogate]] = {
     "addtree_shared": lambda space: AddTree(space, share_like=True),  # + one term per group of like vertices
     "independent": lambda space: Jenatton(space, shared=False),  # independent leaf GPs (c fixed at 0)
 }
-OPTIMIZERS: dict[str, Callable] = {"flat": optimize_acquisition, "tree": tree_optimizer, "forest": optimize_mip}
-
-CONFIGS = {"LBFGSConfig": LBFGSConfig, "MIPConfig": MIPConfig}  # optimizer settings classes, by name
-DEFAULT_CONFIG = {"forest": MIPConfig}  # structure -> settings class (others: LBFGSConfig)
 
 
-def default_optimizer_config(surrogate):
-    """The optimizer settings a surrogate gets when the user gives none."""
-    structure = getattr(surrogate, "structure", "flat")
-    return DEFAULT_CONFIG.get(structure, LBFGSConfig)()
+@dataclass(frozen=True)
+class OptimizerEntry:
+    """A registered acquisition optimizer: `optimize(acqf, space, rng, config) -> (row, value, info)`."""
+
+    name: str
+    optimize: Callable
+    config: type  # its settings class (a dataclass); saved runs store its fields
+    requires: tuple = ()  # zoo.base capability classes the surrogate must offer
+    acquisitions: tuple | None = None  # acquisition names it maximizes (None: any)
+
+    def refusal(self, surrogate: Surrogate, acquisition) -> str | None:
+        """Why this optimizer cannot serve (surrogate, acquisition), or None if it can."""
+        for capability in self.requires:
+            if not offers(surrogate, capability):
+                return (f"optimizer {self.name!r} needs a surrogate that offers {capability.__name__} "
+                        f"and {surrogate.name!r} as built does not")
+        if self.acquisitions is not None and acquisition.name not in self.acquisitions:
+            return f"optimizer {self.name!r} maximizes {list(self.acquisitions)} only, not {acquisition.name!r}"
+        return None
 
 
-def optimizer_config_from_dict(d: dict):
-    """Inverse of {'type': class name, **fields} as saved by BayesOpt.save (older saves: LBFGSConfig)."""
+OPTIMIZERS: dict[str, OptimizerEntry] = {}
+
+
+def register_optimizer(name: str, optimize: Callable, config: type, requires: tuple = (),
+                       acquisitions: tuple | None = None) -> None:
+    """Register `optimize(acqf, space, rng, config) -> (encoded row, value, info)` under `name`, with its
+    settings class `config` (instances are passed to it; a run that used it saves and loads), the
+    `zoo.base` capabilities it needs and the acquisition names it can maximize (None: any). A surrogate
+    uses it when the user names it (`optimizer="name"` or an instance of its config class) or when it is
+    first in the surrogate's `preferred_optimizers` that can serve."""
+    if not callable(optimize):
+        raise TypeError(f"optimize must be callable, got {optimize!r}")
+    if not isinstance(config, type):
+        raise TypeError(f"config must be the optimizer's settings class, got {config!r}")
+    OPTIMIZERS[name] = OptimizerEntry(name, optimize, config, tuple(requires),
+                                      None if acquisitions is None else tuple(acquisitions))
+
+
+register_optimizer("lbfgs", optimize_acquisition, LBFGSConfig)
+register_optimizer("vertex_ucb", addtree_ucb_search, LBFGSConfig, requires=(AdditiveComponents,), acquisitions=("ucb",))
+register_optimizer("two_step", two_step_search, LBFGSConfig, requires=(PathPredictions,))
+register_optimizer("mip", optimize_mip, MIPConfig, requires=(ForestPosterior,), acquisitions=("ucb",))
+
+
+def resolve_optimizer(surrogate: Surrogate, acquisition, optimizer=None) -> tuple[OptimizerEntry, object]:
+    """(entry, settings) for a surrogate and acquisition. `optimizer`: None (the surrogate's first preferred
+    optimizer that can serve), a registered name (default settings), a settings instance (the preferred
+    optimizer whose config class it is, else the one registered optimizer with that class), or a
+    (name, settings) pair. Raises ValueError saying why none fits."""
+    if isinstance(optimizer, tuple):  # (name, settings): exactly that optimizer with those settings
+        name, config = optimizer
+        if name not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer {name!r}; registered: {sorted(OPTIMIZERS)}")
+        entry = OPTIMIZERS[name]
+        if not isinstance(config, entry.config):
+            raise TypeError(f"optimizer {name!r} takes {entry.config.__name__} settings, got {type(config).__name__}")
+        why = entry.refusal(surrogate, acquisition)
+        if why is not None:
+            raise ValueError(why)
+        return entry, config
+    if optimizer is None or isinstance(optimizer, str):
+        if optimizer is not None:
+            if optimizer not in OPTIMIZERS:
+                raise ValueError(f"unknown optimizer {optimizer!r}; registered: {sorted(OPTIMIZERS)}")
+            candidates = [optimizer]
+        else:
+            candidates = list(surrogate.preferred_optimizers)
+        reasons = []
+        for name in candidates:
+            entry = OPTIMIZERS.get(name)
+            if entry is None:
+                reasons.append(f"{name!r} is not registered")
+                continue
+            why = entry.refusal(surrogate, acquisition)
+            if why is None:
+                return entry, entry.config()
+            reasons.append(why)
+        raise ValueError(f"no acquisition optimizer for {surrogate.name!r} with {acquisition.name!r}: "
+                         + "; ".join(reasons))
+    preferred = [n for n in surrogate.preferred_optimizers if n in OPTIMIZERS and type(optimizer) is OPTIMIZERS[n].config]
+    others = [n for n, e in OPTIMIZERS.items() if type(optimizer) is e.config and n not in preferred]
+    if not preferred and len(others) > 1:
+        raise ValueError(f"settings {type(optimizer).__name__} belong to several optimizers {others}, none of them "
+                         f"preferred by {surrogate.name!r}; name one with optimizer='...'")
+    reasons = []
+    for name in preferred or others:
+        why = OPTIMIZERS[name].refusal(surrogate, acquisition)
+        if why is None:
+            return OPTIMIZERS[name], optimizer
+        reasons.append(why)
+    raise ValueError(f"optimizer settings {type(optimizer).__name__} cannot be used with {surrogate.name!r} and "
+                     f"{acquisition.name!r}: " + ("; ".join(reasons) or "no registered optimizer takes them"))
+
+
+def optimizer_to_dict(entry: OptimizerEntry, config) -> dict:
+    """What a saved run stores of its optimizer: its name, its settings class and fields."""
+    return {"name": entry.name, "type": type(config).__name__, **asdict(config)}
+
+
+def optimizer_from_dict(d: dict):
+    """Inverse of `optimizer_to_dict` (saves before names were stored: the settings instance alone)."""
     d = dict(d)
-    cls = CONFIGS[d.pop("type", "LBFGSConfig")]
-    return cls(**d)
+    name, type_name = d.pop("name", None), d.pop("type", "LBFGSConfig")
+    if name is not None:
+        if name not in OPTIMIZERS:
+            raise ValueError(f"the run used optimizer {name!r}, which is not registered in this process; "
+                             "call optim.register_optimizer before BayesOpt.load")
+        return name, OPTIMIZERS[name].config(**d)
+    classes = {e.config.__name__: e.config for e in OPTIMIZERS.values()}
+    return None, classes[type_name](**d)
+
+
+def available() -> list[str]:
+    return sorted(SURROGATES) + [RANDOM]
 
 
 def register_surrogate(name: str, factory: Callable[[Space], Surrogate]) -> None:
     """Make `minimize(..., surrogate=name)` build `factory(space)`."""
     SURROGATES[name] = factory
-
-
-def register_optimizer(structure: str, optimizer: Callable) -> None:
-    """Use `optimizer(acqf, space, rng, config)` for surrogates whose `structure` is this."""
-    OPTIMIZERS[structure] = optimizer
-
-
-def available() -> list[str]:
-    return sorted(SURROGATES) + [RANDOM]
 
 
 def make_surrogate(surrogate, space: Space):
@@ -67,9 +165,3 @@ def make_surrogate(surrogate, space: Space):
             raise ValueError("the surrogate was built on a different space than the one being optimized")
         return surrogate
     raise TypeError(f"surrogate must be a registered name {available()} or a zoo.Surrogate, got {surrogate!r}")
-
-
-def optimizer_for(surrogate: Surrogate) -> Callable:
-    if surrogate.structure not in OPTIMIZERS:
-        raise ValueError(f"no acquisition optimizer registered for structure {surrogate.structure!r}")
-    return OPTIMIZERS[surrogate.structure]

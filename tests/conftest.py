@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import zoo  # noqa: F401  (float64)
-from optim.lbfgs import LBFGSConfig
+from optim.path_lbfgs import LBFGSConfig
 from optim.loop import SamplerSettings
 from zoo import Categorical, Integer, Node, Real, Space
 
@@ -12,6 +12,15 @@ from zoo import Categorical, Integer, Node, Real, Space
 FAST_SAMPLER = SamplerSettings(num_chains=2, cold_warmup=80, warm_warmup=10, num_samples=8, thinning=2,
                                max_tree_depth=5)
 FAST_OPTIMIZER = LBFGSConfig(n_raw=128, n_restarts=8, maxiter=30)
+
+
+def fast_sample(surrogate, X, y, key=0):
+    """A cold MCMC fit with the FAST_SAMPLER settings, exactly as the BO loop's first fit calls it, so that it
+    shares its compiled run with the loop and trace runs of an equal surrogate (same data bucket)."""
+    import inference
+    s = FAST_SAMPLER
+    return inference.sample(surrogate, X, y, key, num_warmup=s.cold_warmup, num_samples=s.num_samples,
+                            num_chains=s.num_chains, thinning=s.thinning, max_tree_depth=s.max_tree_depth)
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from optim.problems import jenatton_large, jenatton_small
+from optim.bench.problems import jenatton_large, jenatton_small
+from tests.conftest import fast_sample
 from zoo.addtree import AddTree
 
 
@@ -17,7 +18,8 @@ def direct_addtree(space, model, params, a, b):
     pa, pb = space.active_path(a).nodes, space.active_path(b).nodes
     common = [u for u, w in zip(pa, pb) if u == w]
     total, i = 0.0, 0
-    for v, (name, num, _, _, _) in enumerate(model.vertices):
+    for v, vertex in enumerate(model.components):
+        name, num = vertex.name, vertex.numeric_cols
         ls = params["lengthscale"][i:i + len(num)]
         i += len(num)
         if name in common:
@@ -34,7 +36,7 @@ def test_kernel_equals_definition_4_and_is_psd(problem):
     model = AddTree(space)
     rng = np.random.default_rng(0)
     params = {"lengthscale": rng.uniform(0.2, 2.0, len(model.num_cols)),
-              "variance": rng.uniform(0.1, 1.5, len(model.vertices))}
+              "variance": rng.uniform(0.1, 1.5, len(model.components))}
     configs = space.sample(40, seed=1)
     X = space.encode(configs)
     K = np.asarray(model.kernel(X, X, params))
@@ -47,42 +49,44 @@ def test_kernel_equals_definition_4_and_is_psd(problem):
 def test_disjoint_paths_below_a_parameterless_root_are_uncorrelated():
     space = jenatton_small().space
     model = AddTree(space)
-    params = {"lengthscale": np.ones(len(model.num_cols)), "variance": np.ones(len(model.vertices))}
+    params = {"lengthscale": np.ones(len(model.num_cols)), "variance": np.ones(len(model.components))}
     left = space.encode({"x1": 0, "x2": 0, "x4": 0.1, "r8": 0.5})
     right = space.encode({"x1": 1, "x3": 1, "x7": 0.1, "r9": 0.5})
     sibling = space.encode({"x1": 0, "x2": 1, "x5": 0.1, "r8": 0.5})
     K = np.asarray(model.kernel(np.stack([left, right, sibling]), np.stack([left, right, sibling]), params))
     assert K[0, 1] == 0.0 and K[1, 2] == 0.0
     assert K[0, 2] == pytest.approx(1.0)  # siblings share only vertex x1=0 (owning r8, equal values)
-    assert [v[0] for v in model.vertices] == ["x1=0", "x1=0,x2=0", "x1=0,x2=1", "x1=1", "x1=1,x3=0", "x1=1,x3=1"]
+    assert [v.name for v in model.components] == ["x1=0", "x1=0,x2=0", "x1=0,x2=1", "x1=1", "x1=1,x3=0", "x1=1,x3=1"]
 
 
 @pytest.mark.parametrize("share_like", [False, True])
 def test_algorithm_2_matches_brute_force_over_paths(share_like):
     """Per-vertex maximization + sum along paths (000, Algorithm 2) equals the best joint per-path maximum;
     with share_like the shared terms are folded into their members."""
-    import inference
-    from optim.lbfgs import LBFGSConfig, optimize_path
-    from optim.tree_search import VertexUCB, addtree_ucb_search
+    from optim.path_lbfgs import LBFGSConfig, optimize_path
+    from optim.acquisition import UCB
+    from optim.conditional_search import VertexUCB, addtree_ucb_search
+    from optim.integrated import AcquisitionFunction
 
     problem = jenatton_small()
     space = problem.space
     configs = space.sobol(12, seed=3)
     X, y = space.encode(configs), [problem(c) for c in configs]
     model = AddTree(space, share_like=share_like)
-    post = inference.sample(model, X, y, key=0, num_warmup=80, num_samples=8, num_chains=2)
+    post = fast_sample(model, X, y)  # shares its compiled run with the addtree / addtree_shared trace runs
     config = LBFGSConfig(n_raw=128, n_restarts=4, maxiter=60)
-    x, value, path_idx = addtree_ucb_search(post, space, np.random.default_rng(0), config, t=5)
-    dims = [len(v[1]) + len(v[2]) for v in model.vertices]
+    acqf = AcquisitionFunction(post, UCB(), best=float(np.min(y)), t=5)
+    x, value, path_idx = addtree_ucb_search(acqf, space, np.random.default_rng(0), config)
+    dims = [len(v.columns) for v in model.components]
     ucb = VertexUCB(post, 5, dims)
     brute = []
     for path in space.paths:
-        on_path = np.array([float(v[0] in path.nodes) for v in model.vertices])
+        on_path = np.array([float(v.name in path.nodes) for v in model.components])
         _, best = optimize_path(ucb.weighted(on_path), space, path, np.random.default_rng(1), config)
         brute.append(best)
     assert path_idx == int(np.argmax(brute))
     assert value == pytest.approx(max(brute), abs=1e-6)
-    on_chosen = np.array([float(v[0] in space.paths[path_idx].nodes) for v in model.vertices])
+    on_chosen = np.array([float(v.name in space.paths[path_idx].nodes) for v in model.components])
     assert ucb.weighted(on_chosen).values(x[None])[0] == pytest.approx(value, abs=1e-9)
     # the components sum to the posterior mean up to the constant mean (per sample), at any point
     samples = post.flat_samples()
@@ -101,7 +105,7 @@ def test_interaction_terms_follow_appendix_e():
     assert not model.additive and base.additive and len(model.interaction_terms) == 4
     rng = np.random.default_rng(2)
     params = {"lengthscale": rng.uniform(0.2, 2.0, len(model.num_cols)),
-              "variance": rng.uniform(0.1, 1.5, len(model.vertices)),
+              "variance": rng.uniform(0.1, 1.5, len(model.components)),
               "interaction_lengthscale": rng.uniform(0.2, 2.0, len(model.interaction_cols)),
               "interaction_variance": rng.uniform(0.1, 1.0, 4)}
     configs = space.sample(30, seed=3)
@@ -127,7 +131,7 @@ def test_interaction_terms_follow_appendix_e():
     assert np.linalg.eigvalsh(np.asarray(model.kernel(X, X, params))).min() > -1e-9
     assert np.allclose(np.asarray(model.kernel_diag(X, params)), np.diag(np.asarray(model.kernel(X, X, params))))
     with pytest.raises(ValueError, match="additive"):
-        model.predict_components((None, None, None), X)
+        model.predict_components(None, X)
 
 
 def test_shared_terms_align_the_parameters_of_like_vertices():
@@ -145,14 +149,14 @@ def test_shared_terms_align_the_parameters_of_like_vertices():
             "q": Node("q", params=(Real("b1", 2.0, 4.0), Integer("b2", 1, 10))),
             "t": Node("t", params=(Integer("d1", 0, 20),))})}))
     base, model = AddTree(space), AddTree(space, share_like=True)
-    groups = [[model.vertices[v][0] for v in g] for g in model.vertex_groups]
+    groups = [[model.components[v].name for v in g] for g in model.vertex_groups]
     assert sorted(groups) == [["A", "B"], ["p", "q"], ["r", "t"]] and model.additive
     aligned = {"A": ("a0",), "B": ("b0",), "p": ("a1", "a2"), "q": ("b1", "b2"), "r": ("c1",), "t": ("d1",)}
     rng = np.random.default_rng(4)
     ls = {tuple(g): rng.uniform(0.3, 1.5, len(aligned[g[0]])) for g in groups}
     sv = {tuple(g): v for g, v in zip(groups, (0.7, 0.4, 1.1))}
     params = {"lengthscale": rng.uniform(0.2, 2.0, len(model.num_cols)),
-              "variance": rng.uniform(0.1, 1.5, len(model.vertices)),
+              "variance": rng.uniform(0.1, 1.5, len(model.components)),
               "shared_lengthscale": np.concatenate([ls[tuple(g)] for g in groups]),
               "shared_variance": np.array([sv[tuple(g)] for g in groups])}
     configs = space.sample(30, seed=5)
@@ -190,9 +194,8 @@ def test_a_leaf_seen_once_borrows_its_siblings_shape():
     """Jenatton small with 6 points on each of three leaves and one on x1=0,x2=0 (at x4 = -0.76): the
     plain Add-Tree leaf GP can only extrapolate that single value, so it predicts far above the
     optimum 0.1 at x4 = 0; with share_like the bowl learned on the other leaves carries over and the
-    prediction is at least 0.2 closer to the truth. The posterior converts to ArviZ with the new sites."""
-    import inference
-
+    prediction is at least 0.2 closer to the truth. The posterior converts to ArviZ with the new sites.
+    (Sampled with the FAST settings: the compiled runs are those of the addtree / addtree_shared traces.)"""
     problem = jenatton_small()
     space = problem.space
     configs = [c for c in space.sobol(64, seed=2) if (c["x1"], c.get("x2", c.get("x3"))) != (0, 0)]
@@ -206,10 +209,9 @@ def test_a_leaf_seen_once_borrows_its_siblings_shape():
     at_optimum = space.encode([{"x1": 0, "x2": 0, "x4": 0.0, "r8": 0.0}])
     error = {}
     for share in (False, True):
-        post = inference.sample(AddTree(space, share_like=share), X, y, key=0, num_warmup=150, num_samples=16,
-                                num_chains=2)
+        post = fast_sample(AddTree(space, share_like=share), X, y)
         error[share] = abs(float(post.predict(at_optimum)[0].mean()) - 0.1)
-    assert error[True] < error[False] - 0.2
+    assert error[True] < error[False] - 0.2, error
     idata = post.to_arviz()
     assert idata.posterior["shared_variance"].dims[-1] == "vertex_group"
     assert list(idata.posterior["shared_lengthscale"].coords["shared_param"].values) == ["r8/r9", "x4/x5/x6/x7"]
@@ -222,7 +224,7 @@ def test_addtree_regresses_better_than_independent_gps_at_20_points():
     1/64). Independent leaf GPs share nothing across leaves and, with c = 0, ignore r8/r9."""
     from scipy.stats import wilcoxon
 
-    from optim.bench import regression_cell
+    from optim.bench.runner import regression_cell
     from tests.conftest import FAST_SAMPLER
 
     mse = {m: np.array([regression_cell(m, "jenatton_small", 20, seed, sampler=FAST_SAMPLER)["mse"]

@@ -10,18 +10,17 @@ import pytest
 from scipy import stats
 
 from inference import sample
-from inference.moves.trees import (CHANGE, GROW, PRUNE, cholesky_delta, forest_sweep, initial_likelihood_state,
-                                   lowrank_delta, move_pieces, propose)
-from optim.acqf import AcquisitionFunction
+from inference.moves.tree_moves import forest_sweep, propose
 from optim.acquisition import UCB
+from optim.integrated import AcquisitionFunction
 from optim.mip import MIPConfig, optimize_mip
-from optim.problems.mixed import _route_numpy
 from zoo import Categorical, Integer, Real, Space
-from zoo.linalg import JITTER
-from zoo.bark import BARK, noise_prior
+from zoo.bark import BARK, ForestKernelLikelihood, noise_prior
 from zoo.data import make_data
-from zoo.trees import (BARTPrior, TreeSpec, all_domains, exists, leaf_count, node_domain, route, route_forest,
-                       rule_log_prob, shared_leaf_fraction, singly_internal, split_probabilities, tree_log_prob)
+from zoo.heap_trees import (CHANGE, GROW, PRUNE, BARTPrior, TreeSpec, all_domains, category_index, exists, leaf_count,
+                            node_domain, route, route_forest, rule_log_prob, shared_leaf_fraction, singly_internal,
+                            split_probabilities, tree_log_prob)
+from zoo.linalg import JITTER, NOISE_FLOOR
 
 MIXED = Space([Real("a", 0.0, 1.0), Real("b", -2.0, 3.0), Integer("k", 0, 3), Categorical("c", ("x", "y", "z", "w"))])
 
@@ -30,6 +29,19 @@ MIXED = Space([Real("a", 0.0, 1.0), Real("b", -2.0, 3.0), Integer("k", 0, 3), Ca
 def prior_forests():
     spec = TreeSpec.from_space(MIXED, max_depth=4)
     return spec, np.asarray(jax.jit(BARTPrior(spec, 400).sample)(jax.random.PRNGKey(0)))
+
+
+class Jitted:
+    """The tree helpers of one spec, jitted once (eager dispatch of their loops costs seconds per call)."""
+
+    def __init__(self, spec):
+        self.tree_log_prob = jax.jit(lambda t: tree_log_prob(spec, t))
+        self.node_domain = jax.jit(lambda t, i: node_domain(spec, t, i))
+        self.rule_log_prob = jax.jit(lambda lo, hi, reach, row: rule_log_prob(spec, lo, hi, reach, row))
+        self.singly_internal = jax.jit(lambda t: singly_internal(spec, t))
+        self.exists = jax.jit(lambda t: exists(spec, t))
+        self.growable = jax.jit(lambda t: exists(spec, t) & (t[:, 0] < 0.5)
+                                & (split_probabilities(spec, *all_domains(spec, t), jnp.asarray(spec.depth)) > 0))
 
 
 def test_noise_prior_puts_q_below_one():
@@ -44,15 +56,29 @@ def test_prior_draws_are_valid_trees(prior_forests):
     lp = np.asarray(jax.vmap(lambda t: tree_log_prob(spec, t))(jnp.asarray(forests)))
     assert np.all(np.isfinite(lp))
     # categorical splits: both sides keep at least one of the categories that reach the node
+    jit = Jitted(spec)
     for tree in forests[:100]:
-        for i in np.flatnonzero(np.asarray(exists(spec, tree)) & (tree[:, 0] > 0.5)):
-            lo, hi, reach = (np.asarray(a) for a in node_domain(spec, jnp.asarray(tree), i))
+        for i in np.flatnonzero(np.asarray(jit.exists(tree)) & (tree[:, 0] > 0.5)):
+            lo, hi, reach = (np.asarray(a) for a in jit.node_domain(jnp.asarray(tree), i))
             f = int(tree[i, 1])
             if spec.kinds[f] == 2:
                 left = reach[f] & (tree[i, 3:] > 0.5)
                 assert 0 < left.sum() < reach[f].sum()
             else:
                 assert lo[f] < tree[i, 2] < hi[f]
+
+
+def _walk_to_leaf(spec, tree, x) -> int:
+    """Heap index of the leaf that row x reaches, by a plain Python walk (independent of route())."""
+    node = 0
+    while tree[node, 0] > 0.5:
+        f = int(tree[node, 1])
+        if spec.kinds[f] == 2:
+            left = tree[node, 3 + int(category_index(spec, x)[f])] > 0.5
+        else:
+            left = x[f] <= tree[node, 2]
+        node = 2 * node + (1 if left else 2)
+    return node
 
 
 def test_forest_kernel_matches_a_direct_loop_and_is_psd(prior_forests):
@@ -62,7 +88,7 @@ def test_forest_kernel_matches_a_direct_loop_and_is_psd(prior_forests):
     K = np.asarray(shared_leaf_fraction(*(2 * [route_forest(spec, jnp.asarray(forest), jnp.asarray(X))])))
     direct = np.zeros((30, 30))
     for tree in forest:
-        leaf = np.array([_route_numpy(tree, x, spec.kinds, spec.n_cats) for x in X])
+        leaf = np.array([_walk_to_leaf(spec, tree, x) for x in X])
         direct += leaf[:, None] == leaf[None, :]
     np.testing.assert_allclose(K, direct / len(forest), atol=1e-12)
     assert np.linalg.eigvalsh(K).min() > -1e-10
@@ -91,29 +117,29 @@ def test_proposals_are_valid_and_their_prior_ratio_is_exact(prior_forests):
     spec, forests = prior_forests
     counts = {GROW: 0, PRUNE: 0, CHANGE: 0}
     prop = jax.jit(lambda k, t: propose(spec, k, t))
+    jit = Jitted(spec)
     for s in range(150):
         tree = jnp.asarray(forests[s])
         p = prop(jax.random.PRNGKey(s), tree)
         if not bool(p.possible):
             continue
         counts[int(p.kind)] += 1
-        new_lp, old_lp = float(tree_log_prob(spec, p.tree)), float(tree_log_prob(spec, tree))
+        new_lp, old_lp = float(jit.tree_log_prob(p.tree)), float(jit.tree_log_prob(tree))
         assert np.isfinite(new_lp)  # every proposed tree is a valid tree (rules inside their sub-domains)
         assert float(p.log_prior_ratio) == pytest.approx(new_lp - old_lp, abs=1e-9)
         # transition ratio: recount the targets of the move and its inverse by hand
         def n_growable(t):
-            p_ = np.asarray(split_probabilities(spec, *all_domains(spec, t), jnp.asarray(spec.depth)))
-            return int(np.sum(np.asarray(exists(spec, t)) & (np.asarray(t)[:, 0] < 0.5) & (p_ > 0)))
+            return int(np.sum(np.asarray(jit.growable(t))))
         i = int(p.node)
-        lo, hi, reach = node_domain(spec, tree, i)
+        lo, hi, reach = jit.node_domain(tree, i)
         if int(p.kind) == GROW:
-            expected = (math.log(n_growable(tree)) - float(rule_log_prob(spec, lo, hi, reach, p.tree[i]))
-                        - math.log(int(np.sum(np.asarray(singly_internal(spec, p.tree))))))
+            expected = (math.log(n_growable(tree)) - float(jit.rule_log_prob(lo, hi, reach, p.tree[i]))
+                        - math.log(int(np.sum(np.asarray(jit.singly_internal(p.tree))))))
         elif int(p.kind) == PRUNE:
-            expected = (math.log(int(np.sum(np.asarray(singly_internal(spec, tree))))) - math.log(n_growable(p.tree))
-                        + float(rule_log_prob(spec, lo, hi, reach, tree[i])))
+            expected = (math.log(int(np.sum(np.asarray(jit.singly_internal(tree))))) - math.log(n_growable(p.tree))
+                        + float(jit.rule_log_prob(lo, hi, reach, tree[i])))
         else:
-            expected = float(rule_log_prob(spec, lo, hi, reach, tree[i]) - rule_log_prob(spec, lo, hi, reach, p.tree[i]))
+            expected = float(jit.rule_log_prob(lo, hi, reach, tree[i]) - jit.rule_log_prob(lo, hi, reach, p.tree[i]))
         assert float(p.log_transition_ratio) == pytest.approx(expected, abs=1e-9)
     assert min(counts.values()) >= 10
 
@@ -125,24 +151,26 @@ def test_lowrank_update_agrees_with_a_fresh_cholesky(prior_forests):
     m, noise = 20, jnp.array(0.05)
     forest = jnp.asarray(forests[:m])
     leaves = route_forest(spec, forest, data.X)
-    low = initial_likelihood_state("lowrank", leaves, m, noise, data.mask, data.y)
-    chol = initial_likelihood_state("cholesky", leaves, m, noise, data.mask, data.y)
+    plug = {u: ForestKernelLikelihood(m, u, noise, data.mask, data.y) for u in ("lowrank", "cholesky")}
+    low, chol = plug["lowrank"].init(leaves), plug["cholesky"].init(leaves)
+    prop = jax.jit(lambda k, t: propose(spec, k, t))
+    route_rows = jax.jit(lambda t: route(spec, t, data.X))
+    delta = {u: jax.jit(plug[u].delta) for u in plug}
     checked = 0
     for s in range(40):
         t = s % m
-        p = propose(spec, jax.random.PRNGKey(s), forest[t])
+        p = prop(jax.random.PRNGKey(s), forest[t])
         if not bool(p.possible):
             continue
-        new_t = route(spec, p.tree, data.X)
-        U, c = move_pieces(p.kind, p.node, leaves[t], new_t, data.mask)
-        d_low, low_new = lowrank_delta(low, U, c, m, data.y)
-        d_chol, chol_new = cholesky_delta(chol, leaves[t], new_t, m, noise, data.mask, data.y)
+        new_t = route_rows(p.tree)
+        d_low, low_new = delta["lowrank"](low, t, p.kind, p.node, leaves[t], new_t)
+        d_chol, chol_new = delta["cholesky"](chol, t, p.kind, p.node, leaves[t], new_t)
         assert float(d_low) == pytest.approx(float(d_chol), abs=1e-8)
         # accept every move: the cached inverse keeps tracking the exact one
         forest, leaves = forest.at[t].set(p.tree), leaves.at[t].set(new_t)
         low, chol = low_new, chol_new
         checked += 1
-    fresh = initial_likelihood_state("lowrank", leaves, m, noise, data.mask, data.y)
+    fresh = plug["lowrank"].init(leaves)
     np.testing.assert_allclose(np.asarray(low.Ainv), np.asarray(fresh.Ainv), atol=1e-7)
     assert float(low.logdet) == pytest.approx(float(fresh.logdet), abs=1e-8)
     assert checked >= 25
@@ -156,7 +184,7 @@ def test_both_likelihood_routes_give_the_same_chain():
         s = BARK(MIXED, num_trees=8, max_depth=4, update=update)
         data = make_data(X, y)
         ctx = s.move_context(data, {}, {"forest": jnp.zeros(s.forest_prior().event_shape), "noise": jnp.array(0.1)})
-        sweep = jax.jit(lambda k, f, ctx=ctx: forest_sweep(k, f, None, ctx._replace(forest=f)))
+        sweep = jax.jit(lambda k, f, ctx=ctx: forest_sweep(k, f, None, ctx))
         f = ctx.forest
         for k in range(10):
             f, _ = sweep(jax.random.PRNGKey(k), f)
@@ -221,7 +249,7 @@ def test_predictions_equal_the_direct_gp_formulas(small_bark_acqf):
     n = len(post.y)
     for i, (forest, noise) in enumerate(zip(post.flat_samples()["forest"], post.flat_samples()["noise"])):
         lx, lq = np.asarray(route_forest(s.spec, forest, d.X[:n])), np.asarray(route_forest(s.spec, forest, Xq))
-        K = (lx[:, :, None] == lx[:, None, :]).mean(0) + (noise + JITTER) * np.eye(n)
+        K = (lx[:, :, None] == lx[:, None, :]).mean(0) + (noise + NOISE_FLOOR + JITTER) * np.eye(n)
         k = (lx[:, :, None] == lq[:, None, :]).mean(0)
         ys = (post.y - d.y_mean) / d.y_std
         m_direct = d.y_mean + d.y_std * k.T @ np.linalg.solve(K, ys)
@@ -238,7 +266,7 @@ def test_mip_finds_the_brute_force_optimum_and_reports_the_value_at_its_point(sm
     assert info["mip_value"] == pytest.approx(value, abs=1e-6)  # MIP objective == acquisition at the point
     assert float(acqf.values(x[None])[0]) == pytest.approx(value, abs=1e-12)
     # brute force: every leaf box of every tree is a union of cells of the threshold grid
-    forests = np.asarray(acqf.prepared[0]["forest"])
+    forests = np.asarray(acqf.surrogate.forest_posterior(acqf.prepared).forests)
     split = forests[..., 0] > 0.5
     cuts = np.unique(forests[..., 2][split & (forests[..., 1] == 0)])
     edges = np.concatenate([[0.0], cuts, [1.0]])
@@ -264,7 +292,7 @@ def test_polish_ends_where_no_single_column_change_improves(small_bark_acqf):
     from optim.mip import coordinate_candidates, describe_forests, polish
     space, acqf = small_bark_acqf
     spec = acqf.surrogate.spec
-    description = describe_forests(np.asarray(acqf.prepared[0]["forest"]), spec)
+    description = describe_forests(np.asarray(acqf.surrogate.forest_posterior(acqf.prepared).forests), spec)
     candidates = coordinate_candidates(space, spec, description["thresholds"])
     assert set(candidates[2]) == {0.0, 1.0, 2.0} and set(candidates[1]) <= {k / 4 for k in range(5)}
     X0 = space.encode(space.sample(3, seed=5))
@@ -284,7 +312,7 @@ def test_coordinate_scores_re_route_only_the_trees_that_split_on_the_column(smal
     from optim.mip import column_trees, coordinate_candidates, describe_forests, polish
     space, acqf = small_bark_acqf
     spec = acqf.surrogate.spec
-    description = describe_forests(np.asarray(acqf.prepared[0]["forest"]), spec)
+    description = describe_forests(np.asarray(acqf.surrogate.forest_posterior(acqf.prepared).forests), spec)
     candidates = coordinate_candidates(space, spec, description["thresholds"])
     trees = column_trees(description)
     live = {(s * 3 + t, split[1]) for s, forest in enumerate(description["trees"])  # 3 trees per forest
@@ -302,19 +330,3 @@ def test_coordinate_scores_re_route_only_the_trees_that_split_on_the_column(smal
     X_fast, v_fast = polish(acqf, space, candidates, X0, v0, max_sweeps=50, trees=trees)
     np.testing.assert_allclose(v_fast, v_slow, rtol=0, atol=1e-12)
     np.testing.assert_allclose(acqf.scores(X_fast), v_fast, rtol=0, atol=1e-12)
-
-
-def test_bark_bo_loop_records_the_mip_and_is_reproducible():
-    from optim import minimize
-    from optim.loop import SamplerSettings
-    space = Space([Real("a", 0.0, 1.0), Categorical("c", ("x", "y", "z"))])
-
-    def f(c):
-        return (c["a"] - 0.3) ** 2 + (0.0 if c["c"] == "y" else 0.5)
-    settings = dict(sampler=SamplerSettings(num_chains=2, cold_warmup=40, warm_warmup=0, num_samples=2, thinning=5),
-                    optimizer=MIPConfig(time_limit=2.0, n_pool=64))
-    runs = [minimize(f, space, surrogate=BARK(space, num_trees=5, max_depth=3), budget=8, n_init=5, seed=1, **settings)
-            for _ in range(2)]
-    bo = [h for h in runs[0].history if h["source"] == "bo"]
-    assert bo and all(h["optimizer_info"]["optimizer"] == "mip" for h in bo)
-    assert [h["value"] for h in runs[0].history] == [h["value"] for h in runs[1].history]

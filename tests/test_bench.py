@@ -5,10 +5,11 @@ import json
 import numpy as np
 import pytest
 
-from optim import bench, report
-from optim.peers import PEERS, Peer
-from optim.problems import PROBLEMS
-from optim.problems.synthetic import exp2d
+from optim.bench import report
+from optim.bench import runner as bench
+from optim.bench.peers import PEERS, Peer
+from optim.bench.problems import PROBLEMS
+from optim.bench.problems.synthetic import exp2d
 
 
 def _run(tmp_path, methods, problems=("exp2d",), seeds=2, budget=5, n_init=3, name="r.jsonl"):

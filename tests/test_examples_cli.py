@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from optim import bench, cli
+from optim import cli
+from optim.bench import runner as bench
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -27,12 +28,14 @@ def test_example_runs(name, monkeypatch, tmp_path, capsys):
 
 def test_cli_run_and_listings(capsys, tmp_path):
     save = tmp_path / "run.json"
-    assert cli.main(["run", "--problem", "jenatton_small", "--surrogate", "gp", "--budget", "6", "--n-init", "5",
+    # the initial design only: the options reach the run and its save (BO steps: the quickstart and trace runs)
+    assert cli.main(["run", "--problem", "jenatton_small", "--surrogate", "gp", "--budget", "5", "--n-init", "5",
                      "--quiet", "--save", str(save), "--output-transform", "log", "--deterministic"]) == 0
     out = capsys.readouterr().out
     assert "best value:" in out and "regret:" in out and "best config:" in out
     saved = json.loads(save.read_text())
-    assert len(saved["history"]) == 6 and saved["output_transform"] == "log" and saved["deterministic"]
+    assert len(saved["history"]) == 5 and saved["output_transform"] == "log" and saved["deterministic"]
+    assert saved["optimizer"]["name"] == "lbfgs"
     assert cli.main(["problems"]) == 0 and "hartmann6" in capsys.readouterr().out
     assert cli.main(["surrogates"]) == 0 and "random" in capsys.readouterr().out
     with pytest.raises(SystemExit):

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
-import inference
-from optim.problems import jenatton_small
+from optim.bench.problems import jenatton_small
 from zoo.data import make_data
+from tests.conftest import FAST_SAMPLER, fast_sample
 from zoo.jenatton import Jenatton
 
 
@@ -54,15 +54,15 @@ def test_without_shared_weights_it_is_independent_gps(setup):
 @pytest.fixture(scope="module")
 def posterior(setup):
     space, X, y, model, _ = setup
-    return inference.sample(model, X, y, key=0, num_warmup=60, num_samples=10, num_chains=2)
+    return fast_sample(model, X, y)  # shares its compiled run with the jenatton trace run
 
 
 def test_sampler_runs_and_predicts(setup, posterior):
     space, X, y, model, _ = setup
     post = posterior
-    assert post.samples["c"].shape == (2, 10, model.n_features)
+    assert post.samples["c"].shape == (FAST_SAMPLER.num_chains, FAST_SAMPLER.num_samples, model.n_features)
     mean, var = post.predict(X[:5])
-    assert mean.shape == (20, 5) and np.all(var > 0)
+    assert mean.shape == (FAST_SAMPLER.num_chains * FAST_SAMPLER.num_samples, 5) and np.all(var > 0)
     assert np.abs(mean.mean(0) - y[:5]).max() < 0.2  # close to noiseless training values
     idata = post.to_arviz()
     assert list(idata.posterior["c"].coords["feature"].values) == [
@@ -138,15 +138,15 @@ def test_path_ei_equals_its_monte_carlo_estimate(setup):
 def test_two_step_search_picks_the_best_path_then_its_leaf(setup, posterior):
     """Step 1 equals a brute-force grid over each path's shared parameter; step 2 returns a point of
     that path whose reported value is the leaf acquisition there."""
-    from optim.acqf import AcquisitionFunction
+    from optim.integrated import AcquisitionFunction
     from optim.acquisition import LogEI
-    from optim.lbfgs import LBFGSConfig
-    from optim.tree_search import tree_optimizer
+    from optim.path_lbfgs import LBFGSConfig
+    from optim.conditional_search import two_step_search
 
     space, X, y, model, _ = setup
     acqf = AcquisitionFunction(posterior, LogEI(), best=float(np.min(y)))
-    x, value, i = tree_optimizer(acqf, space, np.random.default_rng(0), LBFGSConfig(n_raw=64, n_restarts=4))
-    path_acqf = acqf.with_moments("path_predict_prepared")
+    x, value, i = two_step_search(acqf, space, np.random.default_rng(0), LBFGSConfig(n_raw=64, n_restarts=4))
+    path_acqf = acqf.with_moments("path")
     grid = np.linspace(0, 1, 401)
     scores = []
     for path in space.paths:
@@ -163,7 +163,7 @@ def test_two_step_search_picks_the_best_path_then_its_leaf(setup, posterior):
 def test_categorical_inner_parameters_are_one_hot_features():
     """001 Section 2.4: a categorical shared parameter enters z as a one-hot block."""
     pytest.importorskip("sklearn")
-    from optim.problems.ml import mlp_space
+    from optim.bench.problems.ml import mlp_space
 
     space = mlp_space()
     model = Jenatton(space)

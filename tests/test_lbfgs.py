@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from optim.lbfgs import LBFGSConfig, optimize_acquisition
-from optim.problems import jenatton_small
+from optim.path_lbfgs import LBFGSConfig, optimize_acquisition
+from optim.bench.problems import jenatton_small
 from zoo import Categorical, Integer, Real, Space
 
 CONFIG = LBFGSConfig(n_raw=64, n_restarts=4, maxiter=50)

@@ -6,8 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from optim import BayesOpt, get_problem, minimize
-from optim.loop import Result
+from optim import BayesOpt, minimize
 from tests.conftest import FAST_OPTIMIZER, FAST_SAMPLER
 from zoo import GP, Real, Space
 
@@ -114,16 +113,6 @@ def test_constant_and_duplicate_observations_are_handled(flat2):
     flat2.validate(c)
     assert np.all(np.isfinite(opt.posterior.stats["lp"]))
     assert opt.history[-1]["value"] == 2.0 and len(opt.history) == 3
-
-
-@pytest.mark.parametrize("surrogate", ["gp", "addtree_shared"])
-def test_conditional_space_bo_runs_per_path(surrogate):
-    problem = get_problem("jenatton_small")
-    res = minimize(problem, problem.space, surrogate, budget=7, seed=0, n_init=5, **FAST)
-    assert isinstance(res, Result) and len(res.history) == 7
-    for h in res.history:
-        problem.space.validate(h["config"])
-    assert res.history[-1]["source"] in ("bo", "random:duplicate")
 
 
 def test_gp_beats_random_search_on_average(flat2):

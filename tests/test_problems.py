@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from optim.problems import PROBLEMS, get_problem
+from optim.bench.problems import PROBLEMS, get_problem
 
 
 def test_known_minimizers_reach_the_stated_optima():
@@ -70,7 +70,7 @@ def test_every_problem_evaluates_random_configs(name):
 
 def test_mlp_tuning_space_and_objective():
     pytest.importorskip("sklearn")
-    from optim.problems.ml import mlp_space, mlp_validation_error
+    from optim.bench.problems.ml import mlp_space, mlp_validation_error
 
     space = mlp_space()
     assert len(space.paths) == 5  # 0..4 hidden layers
@@ -89,7 +89,7 @@ def test_mlp_tuning_space_and_objective():
 
 def test_compression_objective_trades_size_for_accuracy():
     pytest.importorskip("sklearn")
-    from optim.problems.ml import compression_objective
+    from optim.bench.problems.ml import compression_objective
 
     p = get_problem("compression")
     assert len(p.space.paths) == 4
@@ -111,7 +111,7 @@ def test_path_covering_design():
 
 
 def test_initial_design_options_and_method_specs():
-    from optim.bench import split_method
+    from optim.bench.runner import split_method
     from optim.loop import initial_design
 
     space = get_problem("jenatton_small").space
@@ -130,8 +130,8 @@ def test_initial_design_options_and_method_specs():
 
 
 def test_mixed_problems_of_the_bark_paper():
-    from optim.problems import get_problem
-    from optim.problems.mixed import DISCRETE_ACKLEY_MIN, ackley, pest_control_value
+    from optim.bench.problems import get_problem
+    from optim.bench.problems.mixed import DISCRETE_ACKLEY_MIN, ackley, pest_control_value
 
     ack = get_problem("discrete_ackley")
     best = {**{f"b{i}": i % 2 for i in range(10)}, "r0": 0.0, "r1": 0.0, "r2": 0.0}
@@ -153,7 +153,7 @@ def test_mixed_problems_of_the_bark_paper():
 
 @pytest.mark.parametrize("name", ["tree_function", "tree_function_cat"])
 def test_tree_function_optimum_is_a_lower_bound(name):
-    from optim.problems import get_problem
+    from optim.bench.problems import get_problem
 
     p = get_problem(name)
     values = [p(c) for c in p.space.sample(400, seed=1)]

@@ -2,7 +2,8 @@
 
 import pytest
 
-from optim import get_problem, minimize
+from optim import minimize
+from optim.bench import get_problem
 
 
 @pytest.mark.slow

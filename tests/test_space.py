@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from optim.problems import jenatton_large, jenatton_small
+from optim.bench.problems import jenatton_large, jenatton_small
 from zoo import Categorical, Integer, Node, Real, Space
 from zoo.space import CATEGORICAL, INACTIVE_CATEGORY, INACTIVE_NUMERIC
 

@@ -1,7 +1,7 @@
 """BARK: a GP whose kernel is a forest drawn from the BART prior, fully Bayesian over the trees (003).
 
 Generative model on standardized y (003 Sec. 5.2):
-    forest ~ BARTPrior(m trees, alpha, beta)       (zoo.trees; a discrete site, updated by tree moves)
+    forest ~ BARTPrior(m trees, alpha, beta)       (zoo.heap_trees; a discrete site, updated by tree moves)
     noise  ~ InverseGamma(nu / 2, nu * lam / 2)     (noise variance sigma_y^2)
     y      ~ N(0, K_forest(X, X) + noise I),  K_forest(x, x') = (1/m) sum_t [x, x' share a leaf of t]
 The signal variance is fixed at 1 (003 Sec. 5.2), so K_forest(x, x) = 1. The leaf values are never
@@ -10,6 +10,7 @@ sampled: the GP likelihood integrates them out (003 Eq. 4).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import jax
@@ -17,14 +18,15 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
+from jax.scipy.linalg import cho_solve
 from scipy.special import gammainccinv
 
 from zoo import linalg
-from zoo.base import Surrogate
+from zoo.base import CoordinateMoments, ForestGP, ForestPosterior, Prepared, StructureMoves, Surrogate
 from zoo.data import Data
+from zoo.heap_trees import (GROW, PRUNE, SPLIT, BARTPrior, TreeLikelihood, TreeSpec, leaf_count, route_forest,
+                            shared_leaf_fraction, tree_depth)
 from zoo.space import Space
-from zoo.trees import (SPLIT, BARTPrior, TreeSpec, leaf_count, route_forest, shared_leaf_fraction,
-                       tree_depth)
 
 UPDATES = ("lowrank", "cholesky")
 
@@ -39,48 +41,139 @@ def noise_prior(nu: float = 3.0, q: float = 0.9):
     return dist.InverseGamma(nu / 2.0, rate)
 
 
-class ForestContext(NamedTuple):
-    """What BARK's moves need besides the site they update: the data and the other site's value."""
+# ------------------------------------------------------------------ the likelihood, written once
+def forest_cholesky(leaves, noise, mask):
+    """Cholesky factor of K_forest + noise I (the zoo's noise policy) from leaf indices [m, n]: the
+    covariance of standardized y given a forest (003 Eq. 4)."""
+    return linalg.observation_cholesky(shared_leaf_fraction(leaves, leaves), noise, mask)
 
-    spec: TreeSpec
+
+def kernel_loglik(K, noise, mask, y):
+    """log N(y | 0, K + noise I) for a noise-free forest kernel matrix K: BARK's likelihood, as the model,
+    the noise move and the tree moves score it."""
+    return linalg.gaussian_logpdf(y, jnp.zeros_like(y), linalg.observation_cholesky(K, noise, mask))
+
+
+class LowRankState(NamedTuple):
+    """Cache of the low-rank update: (K + noise I)^-1, its product with y and its log-determinant."""
+
+    Ainv: jax.Array
+    alpha: jax.Array
+    logdet: jax.Array
+
+
+class CholeskyState(NamedTuple):
+    """Cache of the refactorizing update: the summed shared-leaf indicators and the log-likelihood."""
+
+    counts: jax.Array
+    loglik: jax.Array
+
+
+def move_pieces(kind, i, old_leaves, new_leaves, mask):
+    """Columns U [n, 4] (old pieces, then new pieces) and signs c [4] with K* - K = U diag(c) U^T / m."""
+    none = jnp.full_like(i, -1)
+    old1 = jnp.where(kind == GROW, i, 2 * i + 1)
+    old2 = jnp.where(kind == GROW, none, 2 * i + 2)
+    new1 = jnp.where(kind == PRUNE, i, 2 * i + 1)
+    new2 = jnp.where(kind == PRUNE, none, 2 * i + 2)
+    U = jnp.stack([old_leaves == old1, old_leaves == old2, new_leaves == new1, new_leaves == new2], axis=1)
+    return (U & mask[:, None]).astype(jnp.float64), jnp.array([-1.0, -1.0, 1.0, 1.0])
+
+
+def lowrank_delta(state: LowRankState, U, c, m, y):
+    """Log-likelihood change and the updated state for A* = A + U diag(c/m) U^T (Woodbury, det. lemma)."""
+    cm = c / m
+    AiU = state.Ainv @ U
+    cap = jnp.diag(1.0 / cm) + U.T @ AiU
+    Ua = U.T @ state.alpha
+    sol = jnp.linalg.solve(cap, Ua)
+    sign, ld_cap = jnp.linalg.slogdet(cap)
+    sign_c = jnp.prod(jnp.sign(cm))
+    ld_change = ld_cap + jnp.sum(jnp.log(jnp.abs(cm)))
+    delta = 0.5 * Ua @ sol - 0.5 * ld_change
+    delta = jnp.where(sign * sign_c > 0, delta, -jnp.inf)
+    new = LowRankState(state.Ainv - AiU @ jnp.linalg.solve(cap, AiU.T), state.alpha - AiU @ sol,
+                       state.logdet + ld_change)
+    return delta, new
+
+
+@dataclass(frozen=True)
+class ForestKernelLikelihood(TreeLikelihood):
+    """BARK's plug-in for the tree moves: the exact change of log N(y | 0, K_forest + noise I) when one
+    tree is edited. A move touches one node, so the kernel changes by a rank-4 term U C U^T: "lowrank"
+    applies Woodbury and the matrix determinant lemma to a cached inverse (O(n^2) per proposal; the
+    cache is refreshed by a Cholesky at the start of every sweep); "cholesky" refactorizes (O(n^3))."""
+
     num_trees: int
     update: str
-    X: jax.Array
-    y: jax.Array
+    noise: jax.Array
     mask: jax.Array
+    y: jax.Array
+
+    def init(self, leaves):
+        counts = self.num_trees * shared_leaf_fraction(leaves, leaves)
+        L = linalg.observation_cholesky(counts / self.num_trees, self.noise, self.mask)
+        if self.update == "lowrank":
+            eye = jnp.eye(L.shape[0])
+            return LowRankState(cho_solve((L, True), eye), cho_solve((L, True), self.y),
+                                2.0 * jnp.sum(jnp.log(jnp.diagonal(L))))
+        return CholeskyState(counts, linalg.gaussian_logpdf(self.y, jnp.zeros_like(self.y), L))
+
+    def delta(self, state, tree_index, kind, node, old_leaves, new_leaves):
+        if self.update == "lowrank":
+            U, c = move_pieces(kind, node, old_leaves, new_leaves, self.mask)
+            return lowrank_delta(state, U, c, self.num_trees, self.y)
+        eq = lambda leaves: (leaves[:, None] == leaves[None, :]).astype(jnp.float64)  # noqa: E731
+        counts = state.counts - eq(old_leaves) + eq(new_leaves)
+        loglik = kernel_loglik(counts / self.num_trees, self.noise, self.mask, self.y)
+        return loglik - state.loglik, CholeskyState(counts, loglik)
+
+
+@dataclass(frozen=True)
+class ForestContext:
+    """What BARK's moves read besides the site they update: the routing, the other site's value, the
+    noise prior and the likelihood plug-in."""
+
+    spec: TreeSpec
+    X: jax.Array
     forest: jax.Array
     noise: jax.Array
     noise_prior: dist.Distribution
+    likelihood: ForestKernelLikelihood
 
     def noise_free_kernel(self):
         """K_forest on the data rows (for the noise move)."""
         leaves = route_forest(self.spec, self.forest, self.X)
         return shared_leaf_fraction(leaves, leaves)
 
-
-def noisy_covariance(K, noise, mask):
-    """Padded K + (noise + jitter) I: the covariance of y given a noise-free kernel matrix (exact
-    zero-density padding). Shared by the model, the tree moves and the noise move."""
-    return linalg.pad_covariance(K + (noise + linalg.JITTER) * jnp.eye(K.shape[0]), mask)
+    def noise_loglik(self, K, noise):
+        """The likelihood as a function of the noise, given the noise-free kernel (for the noise move)."""
+        return kernel_loglik(K, noise, self.likelihood.mask, self.likelihood.y)
 
 
-def forest_covariance(leaves, noise, mask):
-    """Padded K_forest + noise I from leaf indices [m, n]."""
-    return noisy_covariance(shared_leaf_fraction(leaves, leaves), noise, mask)
+class ForestArrays(NamedTuple):
+    """Per-sample arrays of BARK's posterior (leading dim S): training leaves, Cholesky factor, K^-1 y and
+    the per-tree, per-node prediction tables (see `BARK.prepare`)."""
+
+    leaves: jax.Array
+    alpha: jax.Array
+    L: jax.Array
+    mean_table: jax.Array
+    u_table: jax.Array
 
 
 def _moments(data, mean, u):
     """User-unit latent mean and variance from the standardized mean and u = L^-1 k(x) (003 Eq. 10b-c;
     k(x, x) = 1, so the variance is 1 - ||u||^2, floored)."""
     var = jnp.maximum(1.0 - jnp.sum(u * u, axis=-1), 1e-12)
-    return data.y_mean + data.y_std * mean, data.y_std**2 * var
+    return linalg.to_user_units(data, mean, var)
 
 
-class BARK(Surrogate):
+class BARK(Surrogate, StructureMoves, ForestPosterior, CoordinateMoments):
     """The BARK surrogate: ``BARK(space, num_trees=50, alpha=0.95, beta=2, nu=3, q=0.9)``.
 
     Sites: ``forest`` [m, nodes, 3 + C] (updated by grow / prune / change moves, see
-    ``inference.moves.trees``) and ``noise`` (random-walk MH on log(noise), ``inference.moves.noise``);
+    ``inference.moves.tree_moves``) and ``noise`` (random-walk MH on log(noise), ``inference.moves.noise``);
     both moves reuse the forest's leaf assignments, so a sweep costs no NUTS gradient. Real, integer and categorical columns are split
     natively (categorical splits are category subsets); conditional spaces are seen flat.
     ``update``: how a tree move's likelihood change is computed ("lowrank": Woodbury and the
@@ -89,8 +182,8 @@ class BARK(Surrogate):
     """
 
     name = "bark"
-    structure = "forest"
     default_acquisition = "ucb"
+    preferred_optimizers = ("mip",)  # the integrated UCB over forests as a mixed-integer program (003 Sec. 6.1)
     discrete_sites = {"forest": "forest", "noise": "noise"}
     #: BO-loop MCMC defaults (003 App. D: 4 chains, 1000 burn-in sweeps on the first fit, 16 forests;
     #: later fits continue each chain from its last state, with a shorter thinning than the paper's 100)
@@ -121,13 +214,9 @@ class BARK(Surrogate):
     def model(self, data: Data) -> None:
         forest = numpyro.sample("forest", self.forest_prior())
         noise = numpyro.sample("noise", self.noise_dist)
-        L = self.cholesky(forest, noise, data)
+        L = forest_cholesky(route_forest(self.spec, forest, data.X), noise, data.mask)
         numpyro.sample("y", dist.MultivariateNormal(jnp.zeros_like(data.y), scale_tril=L, validate_args=False),
                        obs=data.y)
-
-    def cholesky(self, forest, noise, data: Data):
-        leaves = route_forest(self.spec, forest, data.X)
-        return jnp.linalg.cholesky(forest_covariance(leaves, noise, data.mask))
 
     def init_discrete(self, key, data: Data) -> dict:
         """Every chain starts from m single-leaf trees (the usual BART start) and noise 0.25 (about the
@@ -135,11 +224,11 @@ class BARK(Surrogate):
         return {"forest": jnp.zeros(self.forest_prior().event_shape), "noise": jnp.array(0.25)}
 
     def move_context(self, data: Data, z: dict, sites: dict) -> ForestContext:
-        return ForestContext(self.spec, self.num_trees, self.update, data.X, data.y, data.mask,
-                             sites["forest"], sites["noise"], self.noise_dist)
+        likelihood = ForestKernelLikelihood(self.num_trees, self.update, sites["noise"], data.mask, data.y)
+        return ForestContext(self.spec, data.X, sites["forest"], sites["noise"], self.noise_dist, likelihood)
 
     # ---------------------------------------------------------------- predictions
-    def prepare(self, samples: dict, data: Data):
+    def prepare(self, samples: dict, data: Data) -> Prepared:
         """Per sample: training leaves, Cholesky factor L, alpha = K^-1 y, and per tree and node the tables
         mean_table[t, v] = alpha' T[t, v] / m and u_table[t, v] = L^-1 T[t, v] / m, T[t, v] being the
         indicator of the training rows in node v of tree t: the kernel vector of a query is a sum of T rows
@@ -149,38 +238,42 @@ class BARK(Surrogate):
 
         def one(forest, noise):
             leaves = route_forest(self.spec, forest, data.X)
-            L = jnp.linalg.cholesky(forest_covariance(leaves, noise, data.mask))
+            L = forest_cholesky(leaves, noise, data.mask)
             alpha = linalg.cho_solve((L, True), data.y)
             T = (leaves[:, None, :] == jnp.arange(nodes)[None, :, None]) * data.mask / m  # [m, nodes, n]
             U = linalg.solve_triangular(L, T.reshape(m * nodes, -1).T, lower=True)
-            return {"leaves": leaves, "alpha": alpha, "L": L, "mean_table": T @ alpha,
-                    "u_table": U.T.reshape(m, nodes, -1)}
-        return samples, data, jax.vmap(one)(samples["forest"], samples["noise"])
+            return ForestArrays(leaves, alpha, L, T @ alpha, U.T.reshape(m, nodes, -1))
+        return Prepared(samples, data, jax.vmap(one)(samples["forest"], samples["noise"]))
 
-    def predict_prepared(self, cache, Xq):
+    def forest_posterior(self, prepared: Prepared) -> ForestGP:
+        """The posterior forests with their training leaves, Cholesky factors and K^-1 y (for the MIP)."""
+        a = prepared.arrays
+        return ForestGP(prepared.samples["forest"], a.leaves, a.L, a.alpha)
+
+    def predict_prepared(self, prepared: Prepared, Xq):
         """Latent mean and variance per sample (003 Eq. 10b-c), user units; k(x, x) = 1, so the variance is
         1 - ||L^-1 k(x)||^2 with L^-1 k(x) the sum over trees of the u_table rows of x's leaves."""
-        samples, data, pre = cache
+        samples, data, arrays = prepared
         trees = jnp.arange(samples["forest"].shape[1])[:, None]
 
-        def one(forest, p):
+        def one(forest, a: ForestArrays):
             lq = route_forest(self.spec, forest, Xq)  # [m, Nq]
-            return jnp.sum(p["mean_table"][trees, lq], axis=0), jnp.sum(p["u_table"][trees, lq], axis=0)
+            return jnp.sum(a.mean_table[trees, lq], axis=0), jnp.sum(a.u_table[trees, lq], axis=0)
 
-        mean, u = jax.vmap(one)(samples["forest"], pre)  # [S, Nq], [S, Nq, n]
+        mean, u = jax.vmap(one)(samples["forest"], arrays)  # [S, Nq], [S, Nq, n]
         return _moments(data, mean, u)
 
-    def coordinate_moments(self, cache, x, column, values, trees, valid):
+    def coordinate_moments(self, prepared: Prepared, x, column, values, trees, valid):
         """Mean and variance [S, K] (as `predict_prepared`) of row x [D] with its `column` set to each of
         `values` [K]. Only trees that split on that column can change leaf, so only they are routed and
         their table rows swapped into x's sums: `trees` [P] are flat indices s * m + t of those trees
         (padding marked False in `valid` [P]); O(K P n) instead of O(K S m n)."""
-        samples, data, pre = cache
+        samples, data, arrays = prepared
         S, m = samples["forest"].shape[:2]
         flat_forests = samples["forest"].reshape((S * m,) + samples["forest"].shape[2:])
         base = route_forest(self.spec, flat_forests, x[None])[:, 0]  # [S m]
-        flat_mean = pre["mean_table"].reshape(S * m, -1)
-        flat_u = pre["u_table"].reshape(S * m, -1, pre["u_table"].shape[-1])
+        flat_mean = arrays.mean_table.reshape(S * m, -1)
+        flat_u = arrays.u_table.reshape(S * m, -1, arrays.u_table.shape[-1])
         mean0 = jnp.sum(flat_mean[jnp.arange(S * m), base].reshape(S, m), axis=1)  # [S]
         u0 = jnp.sum(flat_u[jnp.arange(S * m), base].reshape(S, m, -1), axis=1)  # [S, n]
         rows = jnp.tile(x, (values.shape[0], 1)).at[:, column].set(values)  # [K, D]
@@ -194,8 +287,8 @@ class BARK(Surrogate):
         return _moments(data, mean, u)
 
     def log_likelihood(self, sample, data):
-        L = self.cholesky(sample["forest"], sample["noise"], data)
-        return linalg.chain_rule_loglik(data.y, jnp.zeros_like(data.y), L) - jnp.log(data.y_std) * data.mask
+        L = forest_cholesky(route_forest(self.spec, sample["forest"], data.X), sample["noise"], data.mask)
+        return linalg.user_loglik(data, jnp.zeros_like(data.y), L)
 
     # ---------------------------------------------------------------- ArviZ
     def summarize_discrete(self, samples: dict) -> dict:
@@ -223,4 +316,4 @@ class BARK(Surrogate):
         return dims, coords
 
 
-__all__ = ["BARK", "ForestContext", "forest_covariance", "noise_prior", "noisy_covariance"]
+__all__ = ["BARK", "ForestContext", "ForestKernelLikelihood", "forest_cholesky", "kernel_loglik", "noise_prior"]

@@ -1,18 +1,27 @@
-"""The Surrogate contract shared by every model in the zoo.
+"""The surrogate contract: what every model gives, and the optional capabilities an optimizer may ask for.
 
-A surrogate binds a NumPyro model (priors on structure and hyperparameters, observed site ``y``)
-to a search space, names its discrete sites and the family of moves that update them, and gives
-per-posterior-sample predictions. Inference and the BO loop only talk to this contract, so a new
-surrogate needs no change in ``inference`` or ``optim``.
+Every surrogate subclasses `Surrogate` and writes `model` (the NumPyro generative model), `prepare`
+(per-posterior-sample arrays, returned as a `Prepared`), `predict_prepared` and `log_likelihood`. It
+names its discrete sites and the move family of each, its preferred acquisition optimizers (by their
+registered names, best first), and may override the declared defaults below (sampler settings, ArviZ
+naming, summaries of discrete structure).
+
+What a surrogate offers beyond that is declared by subclassing a capability class
+(`AdditiveComponents`, `PathPredictions`, `StructureMoves`, `ForestPosterior`, `CoordinateMoments`,
+`NoiselessForm`). Optimizers and the loop ask `offers(surrogate, Capability)`; a surrogate whose
+capability depends on how it was built (Add-Tree with interaction terms is not additive) says so in
+`Surrogate.offers`. Nothing is sniffed with `getattr`; nothing outside a model reads its prepared arrays
+except through a capability's declared method.
 """
 
 from __future__ import annotations
 
 import copy
-from typing import Mapping
+from typing import Any, Mapping, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from zoo.data import Data
 from zoo.space import Space
@@ -22,19 +31,29 @@ from zoo.space import Space
 NOISELESS_PRIOR = (-12.0, 1.0)
 
 
+class Prepared(NamedTuple):
+    """What `Surrogate.prepare` returns: the posterior draws, the data and the model's own per-sample
+    arrays (a NamedTuple with leading dim S, e.g. Cholesky solves); read only by the model itself."""
+
+    samples: dict
+    data: Data
+    arrays: Any
+
+
 class Surrogate:
-    """Base class: subclass it and write `model`, `prepare` and `predict_prepared`."""
+    """Base class: subclass it and write `model`, `prepare`, `predict_prepared` and `log_likelihood`."""
 
     #: registered name, e.g. "gp", "bark"
     name: str = "surrogate"
-    #: which acquisition optimizer suits the model: "flat" (multi-start L-BFGS-B per path),
-    #: later "forest" (MIP), "tree" (per-vertex search), "additive" (message passing), "partition"
-    structure: str = "flat"
     #: acquisition used when the user names none (the one the model's optimizer is built for)
     default_acquisition: str = "logei"
+    #: registered acquisition optimizers (optim.registry) in order of preference; the loop takes the
+    #: first whose required capabilities and acquisitions this surrogate and the user's acquisition meet
+    preferred_optimizers: tuple[str, ...] = ("lbfgs",)
     #: discrete sample sites -> move family (a key of inference.moves.MOVES) that updates them
     discrete_sites: Mapping[str, str] = {}
-
+    #: SamplerSettings fields this model wants by default in the BO loop (e.g. BARK's long burn-in)
+    sampler_defaults: Mapping[str, Any] = {}
     #: padded-row buckets (see zoo.data.bucket_size): each new bucket compiles the sampler once more
     bucket_steps: tuple = (1.0,)
 
@@ -53,11 +72,11 @@ class Surrogate:
         return {}
 
     # --- predictions ----------------------------------------------------------------------
-    def prepare(self, samples: dict, data: Data):
+    def prepare(self, samples: dict, data: Data) -> Prepared:
         """Per-sample quantities reused by every prediction (e.g. Cholesky solves); leading dim S."""
-        return (samples, data)
+        return Prepared(samples, data, ())
 
-    def predict_prepared(self, cache, Xq) -> tuple[jax.Array, jax.Array]:
+    def predict_prepared(self, prepared: Prepared, Xq) -> tuple[jax.Array, jax.Array]:
         """Latent mean and variance [S, N] at encoded rows Xq, in the user's units."""
         raise NotImplementedError
 
@@ -66,21 +85,28 @@ class Surrogate:
         return self.predict_prepared(self.prepare(samples, data), jnp.asarray(Xq))
 
     def log_likelihood(self, sample: dict, data: Data) -> jax.Array:
-        """Pointwise log-likelihood [n_pad] of one posterior sample (0 on padded rows)."""
+        """Pointwise log-likelihood [n_pad] of one posterior sample, user units (0 on padded rows)."""
         raise NotImplementedError
 
-    def noiseless(self) -> "Surrogate":
-        """A copy for a deterministic objective: its noise prior becomes NOISELESS_PRIOR.
+    # --- ArviZ naming and summaries (declared defaults) -------------------------------------
+    def arviz_dims(self) -> tuple[dict, dict]:
+        """(dims, coords) naming the axes of the sites, e.g. lengthscales after their parameters."""
+        return {}, {}
 
-        Models with a LogNormal noise prior (attribute ``noise_prior``) support it; others refuse,
-        so that a user's declaration that y is exact is never silently ignored.
-        """
-        if not isinstance(getattr(self, "noise_prior", None), tuple):
-            raise ValueError(f"the {self.name!r} surrogate has no noiseless form (deterministic=True needs a model "
-                             "with a LogNormal noise prior: gp, addtree, addtree_shared, jenatton, independent)")
-        model = copy.copy(self)
-        model.noise_prior = NOISELESS_PRIOR
-        return model
+    def summarize_discrete(self, samples: dict) -> dict:
+        """Arrays [C, S, ...] that stand for the discrete sites in ArviZ (default: the raw values)."""
+        return {k: samples[k] for k in self.discrete_sites}
+
+    def summarize_moves(self, move_stats: dict) -> dict:
+        """sample_stats entries [C, S] from each discrete site's move statistics (default: mean acceptance)."""
+        return {f"accept_{site}": np.asarray(acc).reshape(np.shape(acc)[:2] + (-1,)).mean(-1)
+                for site, acc in move_stats.items()}
+
+    # --- capabilities ---------------------------------------------------------------------
+    def offers(self, capability: type) -> bool:
+        """Whether this instance serves a capability its class declares (override where it depends on
+        construction options); `offers(surrogate, capability)` also checks the class declares it."""
+        return True
 
     # --- identity: equal configurations share compiled (jitted) code -----------------------
     def config_key(self) -> tuple:
@@ -98,9 +124,100 @@ class Surrogate:
         return f"{type(self).__name__}(name={self.name!r}, dim={self.space.dim})"
 
 
-def on_route(X, cols, idx):
-    """[N] 1.0 where a row's decision columns `cols` hold the category indices `idx` (the row's path
-    passes through the node those decisions lead to), else 0.0; an empty route (the root) is all ones."""
-    if len(cols):
-        return jnp.all(X[:, cols] == idx, axis=1).astype(X.dtype)
-    return jnp.ones(X.shape[0], X.dtype)
+def offers(surrogate, capability: type) -> bool:
+    """Whether `surrogate` declares `capability` (subclasses it) and serves it as built."""
+    return isinstance(surrogate, capability) and surrogate.offers(capability)
+
+
+# ----------------------------------------------------------------------------- capabilities
+class Component(NamedTuple):
+    """One additive component of a surrogate: the columns it reads and the route that switches it on."""
+
+    name: str
+    numeric_cols: np.ndarray  # int64 encoded columns of its real/integer parameters
+    categorical_cols: np.ndarray  # int64 encoded columns of its categorical parameters
+    route_cols: np.ndarray  # decision columns on the way from the root to it
+    route_idx: np.ndarray  # float64 category index each of those decisions must take
+
+    @property
+    def columns(self) -> np.ndarray:
+        """Every encoded column the component reads."""
+        return np.concatenate([self.numeric_cols, self.categorical_cols]).astype(np.int64)
+
+
+class AdditiveComponents:
+    """The latent function is a sum of components, each on a few columns (Add-Tree; 000 Algorithm 2)."""
+
+    #: the components, in the order of `predict_components`' V axis
+    components: tuple[Component, ...]
+
+    def predict_components(self, prepared: Prepared, Xq) -> tuple[jax.Array, jax.Array]:
+        """Posterior mean and variance [S, V, N] of each component at Xq (user scale, no constant mean)."""
+        raise NotImplementedError
+
+
+class PathPredictions:
+    """A path-level latent value that depends only on a row's decisions and shared (inner-node) columns
+    (Jenatton et al.; 001 Eq. 6), for a search that picks a path before its leaf."""
+
+    def path_predict_prepared(self, prepared: Prepared, Xq) -> tuple[jax.Array, jax.Array]:
+        """Mean and variance [S, N] of the path-level value of each row's path (user units)."""
+        raise NotImplementedError
+
+    def shared_columns(self, path) -> np.ndarray:
+        """Encoded columns the path-level value of `path` reads (its inner nodes' parameters)."""
+        raise NotImplementedError
+
+
+class StructureMoves:
+    """Discrete sites moved by moves that need more than the joint density (`needs_context` moves)."""
+
+    def move_context(self, data: Data, z: dict, sites: dict):
+        """What the moves read besides the site they update: data, the other sites' values and the
+        model's likelihood plug-in (e.g. BARK's `ForestContext`). `z`: unconstrained continuous sites."""
+        raise NotImplementedError
+
+
+class ForestPosterior:
+    """The posterior is a GP whose kernel is a forest of heap-array trees (BARK), for the MIP optimizer."""
+
+    #: the zoo.heap_trees.TreeSpec the forests are written in
+    spec: Any
+
+    def forest_posterior(self, prepared: Prepared) -> "ForestGP":
+        """The forests, training leaves, Cholesky factors and K^-1 y of the prepared samples."""
+        raise NotImplementedError
+
+
+class ForestGP(NamedTuple):
+    """Per-sample pieces of a forest-kernel GP posterior (standardized units), leading dim S."""
+
+    forests: Any  # [S, m, nodes, width]
+    train_leaves: Any  # [S, m, n_pad] leaf of every training row in every tree
+    cholesky: Any  # [S, n_pad, n_pad] of K + noise I
+    alpha: Any  # [S, n_pad] (K + noise I)^-1 y
+
+
+class CoordinateMoments:
+    """Cheap predictions of one row with a single column moved (BARK: only the trees splitting on it)."""
+
+    def coordinate_moments(self, prepared: Prepared, x, column, values, trees, valid):
+        """Mean and variance [S, K] of row x with `column` set to each of `values` [K]."""
+        raise NotImplementedError
+
+
+class NoiselessForm:
+    """Has a LogNormal prior on the noise variance (attribute `noise_prior`, a (loc, scale) tuple) that
+    `noiseless()` moves near zero for a deterministic objective."""
+
+    noise_prior: tuple
+
+    def noiseless(self):
+        """A copy for a deterministic objective: its noise prior becomes NOISELESS_PRIOR."""
+        model = copy.copy(self)
+        model.noise_prior = NOISELESS_PRIOR
+        return model
+
+
+CAPABILITIES = (AdditiveComponents, PathPredictions, StructureMoves, ForestPosterior, CoordinateMoments,
+                NoiselessForm)

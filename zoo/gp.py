@@ -6,8 +6,7 @@ categorical columns, with weakly informative priors, on standardized y.
 
 from __future__ import annotations
 
-import math
-from functools import partial
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -16,24 +15,23 @@ import numpyro
 import numpyro.distributions as dist
 
 from zoo import linalg
-from zoo.base import Surrogate
+from zoo.base import NoiselessForm, Prepared, Surrogate
 from zoo.data import Data
 from zoo.kernels import STATIONARY, overlap
+from zoo.priors import lengthscale_prior
 from zoo.space import CATEGORICAL, Space
 
-NOISE_FLOOR = 1e-6  # added to the sampled noise variance (standardized units) for stability
 
+class GPArrays(NamedTuple):
+    """Per-sample arrays of an exact GP posterior (leading dim S)."""
 
-def lengthscale_prior(dim: int):
-    """LogNormal(sqrt 2 + log(dim)/2, sqrt 3): lengthscales grow with dimension (Hvarfner et al., 2024)."""
-    return dist.LogNormal(math.sqrt(2.0) + 0.5 * math.log(max(dim, 1)), math.sqrt(3.0))
+    alpha: jax.Array  # K^-1 (y - mean)
+    Kinv: jax.Array  # K^-1 (K: kernel plus noise on the data rows)
 
 
 def gp_cholesky(data: Data, params: dict, kernel) -> jax.Array:
-    """Cholesky factor of kernel(X, X) + (noise + floor) I on the data's real rows (padding exact)."""
-    K = kernel(data.X, data.X, params)
-    K = K + (params["noise"] + NOISE_FLOOR) * jnp.eye(K.shape[0], dtype=K.dtype)
-    return linalg.padded_cholesky(K, data.mask)
+    """Cholesky factor of kernel(X, X) under the zoo's noise policy (linalg.noisy_covariance)."""
+    return linalg.observation_cholesky(kernel(data.X, data.X, params), params["noise"], data.mask)
 
 
 def gp_likelihood(data: Data, params: dict, kernel) -> None:
@@ -67,12 +65,6 @@ def gp_priors(n_num: int, n_cat: int, noise_loc=-4.0, noise_scale=1.0) -> dict:
     return params
 
 
-def gp_model(data: Data, *, num_idx, cat_idx, base="matern52", noise_loc=-4.0, noise_scale=1.0):
-    """Baseline GP generative model: hyperparameter priors, then the exact GP likelihood of y."""
-    params = gp_priors(len(num_idx), len(cat_idx), noise_loc, noise_scale)
-    gp_likelihood(data, params, partial(mixed_kernel, num_idx=num_idx, cat_idx=cat_idx, base=base))
-
-
 class ExactGP(Surrogate):
     """A GP surrogate given by `sample_hyperparameters` (priors) and `kernel`; the rest is shared.
 
@@ -93,30 +85,27 @@ class ExactGP(Surrogate):
     def model(self, data: Data) -> None:
         gp_likelihood(data, self.sample_hyperparameters(), self.kernel)
 
-    def prepare(self, samples, data):
+    def prepare(self, samples, data) -> Prepared:
         def one(s):
             L = gp_cholesky(data, s, self.kernel)
-            alpha, Kinv = linalg.precision_terms(L, data.y - s["mean"] * data.mask)
-            return {"alpha": alpha, "Kinv": Kinv}
-        return samples, data, jax.vmap(one)(samples)
+            return GPArrays(*linalg.precision_terms(L, data.y - s["mean"] * data.mask))
+        return Prepared(samples, data, jax.vmap(one)(samples))
 
-    def predict_prepared(self, cache, Xq):
-        samples, data, pre = cache
+    def predict_prepared(self, prepared: Prepared, Xq):
+        samples, data, arrays = prepared
 
-        def one(s, p):
+        def one(s, a: GPArrays):
             Kxq = self.kernel(data.X, Xq, s) * data.mask[:, None]
-            m, v = linalg.latent_posterior(p["alpha"], p["Kinv"], Kxq, self.kernel_diag(Xq, s))
+            m, v = linalg.latent_posterior(a.alpha, a.Kinv, Kxq, self.kernel_diag(Xq, s))
             return s["mean"] + m, v
 
-        mean, var = jax.vmap(one)(samples, pre)
-        return data.y_mean + data.y_std * mean, data.y_std**2 * var
+        return linalg.to_user_units(data, *jax.vmap(one)(samples, arrays))
 
     def log_likelihood(self, sample, data):
-        L = gp_cholesky(data, sample, self.kernel)
-        return linalg.chain_rule_loglik(data.y, sample["mean"] * data.mask, L) - jnp.log(data.y_std) * data.mask
+        return linalg.user_loglik(data, sample["mean"] * data.mask, gp_cholesky(data, sample, self.kernel))
 
 
-class GP(ExactGP):
+class GP(ExactGP, NoiselessForm):
     """The baseline surrogate: a GP whose hyperparameters are all sampled by NUTS.
 
     Sites: ``lengthscale`` [numeric dims], ``cat_lengthscale`` [categorical dims], ``outputscale``,

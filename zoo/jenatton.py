@@ -16,7 +16,7 @@ f_c = Z M^-1 (y - b) (Section 2.2), and samples the explicit site c from its clo
 
 from __future__ import annotations
 
-import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -26,19 +26,30 @@ import numpyro.distributions as dist
 from jax.scipy.linalg import cho_solve
 
 from zoo import linalg
-from zoo.base import Surrogate, on_route
+from zoo.base import NoiselessForm, PathPredictions, Prepared, Surrogate
 from zoo.data import Data
-from zoo.gp import NOISE_FLOOR
-from zoo.kernels import matern52
+from zoo.kernels import block_slices, matern52, on_route
+from zoo.priors import block_lengthscale_prior
 from zoo.space import CATEGORICAL, Space
 
 
-class Jenatton(Surrogate):
+class JenattonArrays(NamedTuple):
+    """Per-sample arrays of the posterior (leading dim S): M^-1 (y - b - Z c_hat), M^-1, W = M^-1 Z,
+    c_hat = Lambda_c^-1 f_c and Lambda_c^-1 (zeros without shared weights)."""
+
+    alpha: jax.Array
+    Minv: jax.Array
+    W: jax.Array
+    c_hat: jax.Array
+    lam_inv: jax.Array
+
+
+class Jenatton(Surrogate, PathPredictions, NoiselessForm):
     """Semi-parametric tree GP. Sites: ``lengthscale`` [leaf numeric params], ``leaf_variance`` [P],
     ``offset`` [P] (b_p), ``sigma_c``, ``noise`` and ``c`` [d] (absent when shared=False)."""
 
     name = "jenatton"
-    structure = "tree"
+    preferred_optimizers = ("two_step", "lbfgs")  # path then leaf (001 Sec. 3.2) while c is in the model
 
     def __init__(self, space: Space, shared: bool = True, noise_prior=(-4.0, 1.0)):
         super().__init__(space)
@@ -49,26 +60,23 @@ class Jenatton(Surrogate):
             if any(space.kinds[space.col[p.name]] == CATEGORICAL for p in leaf.params):
                 raise ValueError(f"Jenatton's model needs numeric leaf parameters; leaf {path.leaf!r} has a "
                                  "categorical one (put categoricals on inner nodes, where they are one-hot features)")
-            route = [(space.col[d], space.columns[space.col[d]].index(v)) for d, v in path.decisions.items()]
             self.leaves.append((np.array([space.col[p.name] for p in leaf.params], dtype=np.int64),
-                                np.array([c for c, _ in route], dtype=np.int64),
-                                np.array([i for _, i in route], dtype=np.float64)))
+                                *space.route(path.leaf)))
         self.features = []  # per inner node: (name, route cols, route idx, own numeric cols)
         for name, node in space.nodes.items():
             if node.children:
-                path = next(p for p in space.paths if name in p.nodes)
-                k = path.nodes.index(name)
-                route = [(space.col[space.nodes[a].choice],
-                          space.columns[space.col[space.nodes[a].choice]].index(path.decisions[space.nodes[a].choice]))
-                         for a in path.nodes[:k]]
-                self.features.append((name, np.array([c for c, _ in route], dtype=np.int64),
-                                      np.array([i for _, i in route], dtype=np.float64),
+                self.features.append((name, *space.route(name),
                                       np.array([space.col[p.name] for p in node.params], dtype=np.int64)))
         self.leaf_cols = np.concatenate([leaf[0] for leaf in self.leaves])
+        self.leaf_slices = block_slices(len(cols) for cols, _, _ in self.leaves)
         self.n_features = sum(1 + self._width(f[3]) for f in self.features)
 
     def config_key(self):
         return (self.shared, self.noise_prior)
+
+    def offers(self, capability) -> bool:
+        """Path-level predictions only with the shared weights c (without them every path's value is its offset)."""
+        return self.shared if capability is PathPredictions else True
 
     # --- structure helpers (jittable) -------------------------------------------------------
     def _width(self, cols) -> int:
@@ -100,23 +108,21 @@ class Jenatton(Surrogate):
     def block_kernel(self, X1, X2, params):
         """K_block: leaf kernels on rows of the same leaf, 0 across leaves."""
         O1, O2 = self.leaf_onehot(X1), self.leaf_onehot(X2)
-        K, i = jnp.zeros((X1.shape[0], X2.shape[0]), X1.dtype), 0
-        for p, (cols, _, _) in enumerate(self.leaves):
+        K = jnp.zeros((X1.shape[0], X2.shape[0]), X1.dtype)
+        for p, ((cols, _, _), sl) in enumerate(zip(self.leaves, self.leaf_slices)):
             k = params["leaf_variance"][p] * O1[:, p][:, None] * O2[:, p][None, :]
             if len(cols):
-                k = k * matern52(X1[:, cols], X2[:, cols], params["lengthscale"][i:i + len(cols)])
-                i += len(cols)
+                k = k * matern52(X1[:, cols], X2[:, cols], params["lengthscale"][sl])
             K = K + k
         return K
 
     # --- model ------------------------------------------------------------------------------
     def sample_hyperparameters(self) -> dict:
         P = len(self.leaves)
-        locs = np.concatenate([np.full(len(c), math.sqrt(2.0) + 0.5 * math.log(max(len(c), 1)))
-                               for c, _, _ in self.leaves]) if len(self.leaf_cols) else np.zeros(0)
         params = {}
         if len(self.leaf_cols):
-            params["lengthscale"] = numpyro.sample("lengthscale", dist.LogNormal(locs, math.sqrt(3.0)).to_event(1))
+            params["lengthscale"] = numpyro.sample(
+                "lengthscale", block_lengthscale_prior([(len(c), len(c)) for c, _, _ in self.leaves]))
         params["leaf_variance"] = numpyro.sample("leaf_variance", dist.LogNormal(0.0, 1.0).expand([P]).to_event(1))
         params["offset"] = numpyro.sample("offset", dist.Normal(0.0, 1.0).expand([P]).to_event(1))
         params["noise"] = numpyro.sample("noise", dist.LogNormal(*self.noise_prior))
@@ -126,9 +132,7 @@ class Jenatton(Surrogate):
 
     def _terms(self, data: Data, params):
         """Cholesky of M (padded), Z [n, d], b [n], and (Lambda_c Cholesky, posterior mean of c)."""
-        K = self.block_kernel(data.X, data.X, params)
-        K = K + (params["noise"] + NOISE_FLOOR) * jnp.eye(K.shape[0], dtype=K.dtype)
-        L = linalg.padded_cholesky(K, data.mask)
+        L = linalg.observation_cholesky(self.block_kernel(data.X, data.X, params), params["noise"], data.mask)
         b = self.leaf_onehot(data.X) @ params["offset"] * data.mask
         Z = self.feature_matrix(data.X) * data.mask[:, None]
         if not self.shared:
@@ -164,8 +168,8 @@ class Jenatton(Surrogate):
         return lik + prior - cond
 
     # --- predictions ------------------------------------------------------------------------
-    def prepare(self, samples, data):
-        """Per sample: M^-1 (y - b - Z c_hat), M^-1, W = M^-1 Z, c_hat = Lambda_c^-1 f_c and Lambda_c^-1."""
+    def prepare(self, samples, data) -> Prepared:
+        """Per sample: the `JenattonArrays`."""
         d = self.n_features
 
         def one(s):
@@ -175,45 +179,38 @@ class Jenatton(Surrogate):
             else:
                 lam_inv = cho_solve((L_lam, True), jnp.eye(d))
             alpha, Minv = linalg.precision_terms(L, data.y - Z @ c_hat - b)
-            return {"alpha": alpha, "Minv": Minv, "W": Minv @ Z, "c_hat": c_hat, "lam_inv": lam_inv}
-        return samples, data, jax.vmap(one)(samples)
+            return JenattonArrays(alpha, Minv, Minv @ Z, c_hat, lam_inv)
+        return Prepared(samples, data, jax.vmap(one)(samples))
 
-    def predict_prepared(self, cache, Xq):
+    def predict_prepared(self, prepared: Prepared, Xq):
         """Posterior of g_p(x) + z_p(x)'c + b_p with c integrated out (001 Eq. 5):
         mean k'M^-1(y - b - Z c_hat) + z'c_hat + b_p, variance S_p(x, x) + t' Lambda_c^-1 t with
         t = z - Z'M^-1 k. Averaging over samples integrates the kernel parameters."""
-        samples, data, pre = cache
+        samples, data, arrays = prepared
 
-        def one(s, p):
+        def one(s, a: JenattonArrays):
             Kxq = self.block_kernel(data.X, Xq, s) * data.mask[:, None]
             onehot = self.leaf_onehot(Xq)
-            m, v = linalg.latent_posterior(p["alpha"], p["Minv"], Kxq, onehot @ s["leaf_variance"])
+            m, v = linalg.latent_posterior(a.alpha, a.Minv, Kxq, onehot @ s["leaf_variance"])
             z = self.feature_matrix(Xq)
-            t = z - Kxq.T @ p["W"]  # [N, d]
-            return (m + onehot @ s["offset"] + z @ p["c_hat"],
-                    v + jnp.einsum("nd,de,ne->n", t, p["lam_inv"], t))
+            t = z - Kxq.T @ a.W  # [N, d]
+            return (m + onehot @ s["offset"] + z @ a.c_hat,
+                    v + jnp.einsum("nd,de,ne->n", t, a.lam_inv, t))
 
-        mean, var = jax.vmap(one)(samples, pre)
-        return data.y_mean + data.y_std * mean, data.y_std**2 * var
+        return linalg.to_user_units(data, *jax.vmap(one)(samples, arrays))
 
-    def path_predict_prepared(self, cache, Xq):
+    def path_predict_prepared(self, prepared: Prepared, Xq):
         """Path-level value b_p + z_p'c of each row's path, c integrated out (001 Eq. 6):
         N(b_p + z_p' Lambda_c^-1 f_c, z_p' Lambda_c^-1 z_p); only the decisions and the shared
         (inner-node) parameters of a row matter."""
-        samples, data, pre = cache
+        samples, data, arrays = prepared
 
-        def one(s, p):
+        def one(s, a: JenattonArrays):
             z = self.feature_matrix(Xq)
-            return (self.leaf_onehot(Xq) @ s["offset"] + z @ p["c_hat"],
-                    jnp.einsum("nd,de,ne->n", z, p["lam_inv"], z))
+            return (self.leaf_onehot(Xq) @ s["offset"] + z @ a.c_hat,
+                    jnp.einsum("nd,de,ne->n", z, a.lam_inv, z))
 
-        mean, var = jax.vmap(one)(samples, pre)
-        return data.y_mean + data.y_std * mean, data.y_std**2 * var
-
-    @property
-    def two_step(self) -> bool:
-        """Whether the two-step (path, then leaf) search of 001 Section 3.2 applies: only with c."""
-        return self.shared
+        return linalg.to_user_units(data, *jax.vmap(one)(samples, arrays))
 
     def shared_columns(self, path) -> np.ndarray:
         """Encoded columns of the parameters owned by the inner nodes of `path` (the r_v of 2.4)."""
@@ -221,19 +218,19 @@ class Jenatton(Surrogate):
                         dtype=np.int64)
 
     def dense_covariance(self, data, params):
-        """Z' Sigma_c Z + K_block + sigma^2 I on the real rows (Eq. 4), padding block outside."""
+        """Z' Sigma_c Z + K_block + sigma^2 I on the real rows (Eq. 4), padding block outside, under the
+        same noise policy as the fast route (linalg.noisy_covariance)."""
         K = self.block_kernel(data.X, data.X, params)
         if self.shared:
             Z = self.feature_matrix(data.X)
             K = K + params["sigma_c"] ** 2 * Z @ Z.T
-        # the same effective noise as the fast route: sampled noise + floor + Cholesky jitter
-        return K + (params["noise"] + NOISE_FLOOR + linalg.JITTER) * jnp.eye(K.shape[0], dtype=K.dtype)
+        return linalg.noisy_covariance(K, params["noise"], data.mask)
 
     def log_likelihood(self, sample, data):
         """Pointwise log p(y_i | y_<i, theta) of the marginal (Eq. 4), user units."""
-        L = linalg.padded_cholesky(self.dense_covariance(data, sample), data.mask, jitter=0.0)
+        L = jnp.linalg.cholesky(self.dense_covariance(data, sample))
         b = self.leaf_onehot(data.X) @ sample["offset"] * data.mask
-        return linalg.chain_rule_loglik(data.y, b, L) - jnp.log(data.y_std) * data.mask
+        return linalg.user_loglik(data, b, L)
 
     def arviz_dims(self):
         """Dims named after the space: leaf parameters, leaves, and inner-node features of c."""

@@ -40,3 +40,20 @@ def overlap(C1, C2, lengthscale):
 
 
 STATIONARY = {"matern52": matern52, "rbf": rbf}
+
+
+def block_slices(sizes) -> list[slice]:
+    """Consecutive slices of a stacked parameter vector, one per block of the given sizes."""
+    out, start = [], 0
+    for size in sizes:
+        out.append(slice(start, start + int(size)))
+        start += int(size)
+    return out
+
+
+def on_route(X, cols, idx):
+    """[N] 1.0 where a row's decision columns `cols` hold the category indices `idx` (the row's path
+    passes through the node those decisions lead to, see `Space.route`), else 0.0; the root is all ones."""
+    if len(cols):
+        return jnp.all(X[:, cols] == idx, axis=1).astype(X.dtype)
+    return jnp.ones(X.shape[0], X.dtype)

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve, solve_triangular
 
 JITTER = 1e-8
+NOISE_FLOOR = 1e-6  # added to every model's sampled noise variance (standardized units) for stability
 PAD_VARIANCE = 1.0 / (2.0 * math.pi)  # N(0 | 0, 1/(2 pi)) has log-density exactly 0
 LOG_2PI = math.log(2.0 * math.pi)
 
@@ -19,6 +20,34 @@ def pad_covariance(K, mask):
     """Replace masked rows/columns of K by the zero-log-density padding block."""
     keep = mask[:, None] & mask[None, :]
     return jnp.where(keep, K, 0.0) + jnp.diag(jnp.where(mask, 0.0, PAD_VARIANCE))
+
+
+def noisy_covariance(K, noise, mask):
+    """The one noise policy of the zoo: padded K + (noise + NOISE_FLOOR) I + JITTER I, the covariance of
+    standardized y given a noise-free kernel matrix K and a sampled noise variance."""
+    eye = jnp.eye(K.shape[-1], dtype=K.dtype)
+    return pad_covariance(K + (noise + NOISE_FLOOR) * eye + JITTER * eye, mask)
+
+
+def observation_cholesky(K, noise, mask):
+    """Cholesky factor of `noisy_covariance(K, noise, mask)`."""
+    return jnp.linalg.cholesky(noisy_covariance(K, noise, mask))
+
+
+def user_loglik(data, loc, L):
+    """Pointwise log-likelihood [n_pad] of the standardized data in the user's units: the chain-rule
+    terms of N(y | loc, L L^T) plus the Jacobian -log(y_std) of the standardization (0 on padding)."""
+    return chain_rule_loglik(data.y, loc, L) - jnp.log(data.y_std) * data.mask
+
+
+def to_user_units(data, mean, var):
+    """Standardized latent mean and variance -> the user's units."""
+    return data.y_mean + data.y_std * mean, data.y_std**2 * var
+
+
+def to_user_scale(data, mean, var):
+    """Standardized mean and variance of a zero-mean component -> the user's scale (no shift)."""
+    return data.y_std * mean, data.y_std**2 * var
 
 
 def cholesky(K, jitter=JITTER):

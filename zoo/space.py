@@ -368,15 +368,36 @@ class Space:
         x = np.asarray(x, dtype=np.float64).reshape(-1)
         if x.shape[0] != self.dim:
             raise ValueError(f"expected an encoded row of width {self.dim}, got {x.shape[0]}")
+        return self.walk(lambda p: p.from_unit(x[self.col[p.name]]),
+                         lambda node: self.columns[self.col[node.choice]].from_unit(x[self.col[node.choice]]))
+
+    def walk(self, visit_param, visit_decision) -> dict:
+        """A configuration built root to leaf: `visit_param(param)` gives each active parameter's value,
+        `visit_decision(node)` each decision's (a key of node.children). Used by decode, the peers'
+        adapters and anything else that chooses values down one path."""
         config, node = {}, self.root
         while True:
             for p in node.params:
-                config[p.name] = p.from_unit(x[self.col[p.name]])
+                config[p.name] = visit_param(p)
             if not node.children:
                 return config
-            value = self.columns[self.col[node.choice]].from_unit(x[self.col[node.choice]])
+            value = visit_decision(node)
             config[node.choice] = value
             node = node.children[value]
+
+    def route(self, node_name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(decision columns [k] int64, category indices [k] float64) from the root down to a node: the
+        encoded decisions a row must hold for its path to pass through that node (empty for the root)."""
+        path = next((p for p in self.paths if node_name in p.nodes), None)
+        if path is None:
+            raise KeyError(f"no node named {node_name!r}")
+        k = path.nodes.index(node_name)
+        cols, idx = [], []
+        for parent in path.nodes[:k]:
+            choice = self.nodes[parent].choice
+            cols.append(self.col[choice])
+            idx.append(self.columns[self.col[choice]].index(path.decisions[choice]))
+        return np.array(cols, dtype=np.int64), np.array(idx, dtype=np.float64)
 
     def path_index(self, X: np.ndarray) -> np.ndarray:
         """Path index of each encoded row [N] (for tree-aware models)."""
@@ -402,15 +423,8 @@ class Space:
     # ----------------------------------------------------------------- sampling
     def _from_uniform(self, u: np.ndarray) -> dict:
         """Map one vector u in [0,1)^D to a configuration; decisions pick children uniformly."""
-        config, node = {}, self.root
-        while True:
-            for p in node.params:
-                config[p.name] = p.from_uniform(u[self.col[p.name]])
-            if not node.children:
-                return config
-            value = self.columns[self.col[node.choice]].from_uniform(u[self.col[node.choice]])
-            config[node.choice] = value
-            node = node.children[value]
+        return self.walk(lambda p: p.from_uniform(u[self.col[p.name]]),
+                         lambda node: self.columns[self.col[node.choice]].from_uniform(u[self.col[node.choice]]))
 
     def sample(self, n: int, seed: int | np.random.Generator | None = 0) -> list[dict]:
         """n independent uniform configurations (uniform over children at each decision)."""

@@ -1,24 +1,41 @@
 """Discrete Metropolis–Hastings moves, keyed by the move family a surrogate names for a site.
 
-A move is a pure function ``move(key, value, log_density) -> (new_value, accept_stat)`` where
+A move's update is a pure function ``update(key, value, log_density) -> (new_value, stats)`` where
 ``log_density(value)`` is the joint log-density (prior, likelihood and Jacobians of the current
 continuous state) with the site set to ``value``; the acceptance ratio it applies includes the
-proposal (Hastings) term. ``accept_stat`` is a float array (acceptance indicators) that the
-sampler averages into per-move acceptance rates. A move with ``needs_context = True`` is called
-as ``move(key, value, log_density, context)`` with ``context = surrogate.move_context(data, z)``:
-the data and current continuous values it needs for a fast exact ratio (BARK's tree moves).
+proposal (Hastings) term. ``stats`` is a float array (e.g. acceptance indicators) that the sampler
+averages over each thinning block and the surrogate's ``summarize_moves`` turns into ArviZ
+sample_stats. A move declared with ``needs_context=True`` is called as
+``update(key, value, log_density, context)`` with ``context = surrogate.move_context(data, z, sites)``
+(``zoo.base.StructureMoves``): the data, the other sites and the model's likelihood plug-in, for a
+fast exact ratio (BARK's tree and noise moves).
 """
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
 
 from inference.moves.binary import flip_one_bit
 from inference.moves.noise import noise_walk
-from inference.moves.trees import forest_sweep
-
-MOVES = {"binary": flip_one_bit, "forest": forest_sweep, "noise": noise_walk}
+from inference.moves.tree_moves import forest_sweep, tree_sweep
 
 
-def register_move(family: str, move) -> None:
-    """Make `move` the update for every discrete site of this family."""
-    MOVES[family] = move
+class Move(NamedTuple):
+    """A discrete update and whether it needs the surrogate's move context."""
+
+    update: Callable
+    needs_context: bool = False
 
 
-__all__ = ["MOVES", "register_move", "flip_one_bit", "forest_sweep", "noise_walk"]
+MOVES: dict[str, Move] = {"binary": Move(flip_one_bit), "forest": Move(forest_sweep, needs_context=True),
+                          "noise": Move(noise_walk, needs_context=True)}
+
+
+def register_move(family: str, update: Callable, needs_context: bool = False) -> None:
+    """Make `update` the move for every discrete site of this family."""
+    if not callable(update):
+        raise TypeError(f"a move's update must be callable, got {update!r}")
+    MOVES[family] = Move(update, bool(needs_context))
+
+
+__all__ = ["MOVES", "Move", "register_move", "flip_one_bit", "forest_sweep", "tree_sweep", "noise_walk"]

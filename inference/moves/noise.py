@@ -13,28 +13,23 @@ import jax
 import jax.numpy as jnp
 
 from inference.moves.binary import metropolis_accept
-from zoo import linalg
-from zoo.bark import noisy_covariance
 
 STEP_SCALE = 0.5  # standard deviation of the walk on log(sigma^2)
 STEPS = 4  # proposals per sweep (cheap: the kernel is shared)
 
 
-def _loglik(K, noise, mask, y):
-    L = jnp.linalg.cholesky(noisy_covariance(K, noise, mask))
-    return linalg.gaussian_logpdf(y, jnp.zeros_like(y), L)
-
-
 def noise_walk(key, noise, log_density, context):
     """`STEPS` random-walk MH steps on log(noise); returns (noise, acceptance rate).
 
-    `context` offers `noise_free_kernel()` [n, n], `noise_prior` (a NumPyro distribution), `mask`, `y`."""
+    `context` offers `noise_free_kernel()` [n, n], `noise_prior` (a NumPyro distribution) and
+    `noise_loglik(K, noise)`, the model's own likelihood as a function of the noise (`zoo.bark.ForestContext`).
+    `log_density` is not evaluated: it would re-score the structure's prior and kernel per proposal."""
     del log_density
     K = context.noise_free_kernel()
     prior = context.noise_prior
 
     def target(v):
-        return prior.log_prob(v) + _loglik(K, v, context.mask, context.y) + jnp.log(v)
+        return prior.log_prob(v) + context.noise_loglik(K, v) + jnp.log(v)
 
     def step(carry, k):
         v, lp = carry
@@ -48,4 +43,3 @@ def noise_walk(key, noise, log_density, context):
     return noise, jnp.mean(accepted)
 
 
-noise_walk.needs_context = True

@@ -17,7 +17,7 @@ import numpy as np
 from scipy.optimize import minimize as scipy_minimize
 from scipy.stats import qmc
 
-from zoo.space import CATEGORICAL, Space
+from zoo.space import CATEGORICAL, Path, Space
 
 
 @dataclass(frozen=True)
@@ -59,14 +59,26 @@ def _coordinate_ascent(acqf, X, cat_cols, n_choices, dim):
     return X
 
 
-def optimize_path(acqf, space: Space, path, rng: np.random.Generator, config: LBFGSConfig):
+def free_columns(space: Space, path: Path) -> np.ndarray:
+    """Boolean [D]: the columns an optimizer may move on a path (its active parameters, not its decisions)."""
+    free = path.active.copy()
+    free[[space.col[name] for name in path.decisions]] = False
+    return free
+
+
+def optimize_path(acqf, space: Space, path: Path, rng: np.random.Generator, config: LBFGSConfig):
     """Best encoded row and its value on one path."""
-    decision_cols = {space.col[n] for n in path.decisions}
-    num = np.flatnonzero(path.active & (space.kinds != CATEGORICAL))
-    cat = np.array([j for j in np.flatnonzero(path.active & (space.kinds == CATEGORICAL))
-                    if j not in decision_cols], dtype=np.int64)
+    return optimize_region(acqf, space, space.path_row(path), free_columns(space, path), rng, config)
+
+
+def optimize_region(acqf, space: Space, base: np.ndarray, free: np.ndarray, rng: np.random.Generator,
+                    config: LBFGSConfig):
+    """Best encoded row and its value when only the `free` columns [D] of the row `base` move (a path's
+    parameters, one vertex's, the shared parameters of a path): numeric ones by multi-start L-BFGS-B
+    from a Sobol pool, categorical ones enumerated or alternated."""
+    num = np.flatnonzero(free & (space.kinds != CATEGORICAL))
+    cat = np.flatnonzero(free & (space.kinds == CATEGORICAL)).astype(np.int64)
     dim = len(num) + len(cat)
-    base = space.path_row(path)
     n_combos = int(np.prod(space.n_choices[cat])) if len(cat) else 1
     assignments = (list(itertools.product(*[range(int(space.n_choices[j])) for j in cat]))
                    if n_combos <= config.enum_limit else [None])
@@ -94,7 +106,8 @@ def optimize_path(acqf, space: Space, path, rng: np.random.Generator, config: LB
 
 
 def optimize_acquisition(acqf, space: Space, rng: np.random.Generator, config: LBFGSConfig = LBFGSConfig()):
-    """Maximize an acquisition over every path of the space; return (encoded row, value, path index)."""
+    """The "lbfgs" optimizer: maximize an acquisition over every path of the space; return (encoded row,
+    value, path index). Needs nothing of the surrogate beyond its predictions."""
     results = [optimize_path(acqf, space, p, rng, config) for p in space.paths]
     i = int(np.argmax([v for _, v in results]))
     return results[i][0], results[i][1], i

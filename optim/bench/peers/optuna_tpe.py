@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from optim.peers.base import Peer, Stopwatch, evaluate, record, walk
+from optim.bench.peers.base import Peer, Stopwatch, evaluate, record
 from zoo.space import CATEGORICAL, INTEGER
 
 
@@ -29,8 +29,8 @@ class OptunaTPE(Peer):
                     return trial.suggest_int(p.name, p.low, p.high)
                 return trial.suggest_float(p.name, p.low, p.high, log=p.log)
 
-            config = walk(problem.space, param, lambda node, trial=trial:
-                          trial.suggest_categorical(node.choice, list(node.children)))
+            config = problem.space.walk(
+                param, lambda node, trial=trial: trial.suggest_categorical(node.choice, list(node.children)))
             spent = watch.lap()
             value, status, error = evaluate(problem, config)
             watch.lap()

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import importlib.util
 import time
-from typing import Callable
 
-from optim.problems.base import Problem
+from optim.bench.problems.base import Problem
 
 
 class Peer:
@@ -55,16 +54,3 @@ class Stopwatch:
         now = time.perf_counter()
         dt, self.t = now - self.t, now
         return dt
-
-
-def walk(space, visit_param: Callable, visit_decision: Callable) -> dict:
-    """Build a configuration by walking the space tree with the peer's own suggestion calls."""
-    config, node = {}, space.root
-    while True:
-        for p in node.params:
-            config[p.name] = visit_param(p)
-        if not node.children:
-            return config
-        value = visit_decision(node)
-        config[node.choice] = value
-        node = node.children[value]

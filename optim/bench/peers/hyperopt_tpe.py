@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from functools import partial
 
-from optim.peers.base import Peer, Stopwatch, evaluate, record
+from optim.bench.peers.base import Peer, Stopwatch, evaluate, record
 from zoo.space import CATEGORICAL, INTEGER
 
 _VALUE = "__treezoo_choice__"

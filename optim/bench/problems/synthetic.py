@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from optim.problems.base import Problem
+from optim.bench.problems.base import Problem
 from zoo.space import Real, Space
 
 _H6_ALPHA = np.array([1.0, 1.2, 3.0, 3.2])

@@ -7,48 +7,61 @@ gradient function then takes a fixed-size batch of rows, so it compiles once per
 from __future__ import annotations
 
 import copy
-import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from zoo.base import CoordinateMoments, PathPredictions, offers
+from zoo.compiled import compiled
 
-@functools.lru_cache(maxsize=64)
+#: the per-sample moments an acquisition can integrate: the latent f (every surrogate) or the path-level
+#: value of `zoo.base.PathPredictions` (Jenatton et al.'s two-step search, 001 Eq. 6)
+MOMENTS = ("latent", "path")
+
+
+def moments_fn(surrogate, moments: str):
+    """The surrogate's declared method that maps (prepared, rows) to per-sample means and variances [S, N]."""
+    if moments == "latent":
+        return surrogate.predict_prepared
+    if moments == "path":
+        if not offers(surrogate, PathPredictions):
+            raise ValueError(f"path-level moments need zoo.base.PathPredictions; {surrogate.name!r} does not offer it")
+        return surrogate.path_predict_prepared
+    raise ValueError(f"moments must be one of {MOMENTS}, got {moments!r}")
+
+
 def compiled_prepare(surrogate):
-    """The surrogate's jitted `prepare` (per-sample caches), one per equal surrogate."""
-    return jax.jit(surrogate.prepare)
+    """The surrogate's jitted `prepare` (per-sample arrays), one per equal surrogate."""
+    return compiled("prepare", lambda s: jax.jit(s.prepare), surrogate)
 
 
-@functools.lru_cache(maxsize=64)
-def _value_and_grad(surrogate, acquisition, moments="predict_prepared"):
-    predict = getattr(surrogate, moments)
+def _build_value_and_grad(surrogate, acquisition, moments):
+    predict = moments_fn(surrogate, moments)
 
-    def total(X, cache, best, t, dim):
-        mean, var = predict(cache, X)
+    def total(X, prepared, best, t, dim):
+        mean, var = predict(prepared, X)
         values = acquisition(mean, var, best, t, dim)
         return jnp.sum(values), values
 
-    def vg(cache, X, best, t, dim):
-        (_, values), grads = jax.value_and_grad(total, has_aux=True)(X, cache, best, t, dim)
+    def vg(prepared, X, best, t, dim):
+        (_, values), grads = jax.value_and_grad(total, has_aux=True)(X, prepared, best, t, dim)
         return values, grads
     return jax.jit(vg)
 
 
-@functools.lru_cache(maxsize=64)
-def _values_only(surrogate, acquisition, moments="predict_prepared"):
-    predict = getattr(surrogate, moments)
+def _build_values_only(surrogate, acquisition, moments):
+    predict = moments_fn(surrogate, moments)
 
-    def values(cache, X, best, t, dim):
-        mean, var = predict(cache, X)
+    def values(prepared, X, best, t, dim):
+        mean, var = predict(prepared, X)
         return acquisition(mean, var, best, t, dim)
     return jax.jit(values)
 
 
-@functools.lru_cache(maxsize=64)
-def _coordinate_values(surrogate, acquisition):
-    def values(cache, x, column, candidates, trees, valid, best, t, dim):
-        mean, var = surrogate.coordinate_moments(cache, x, column, candidates, trees, valid)
+def _build_coordinate_values(surrogate, acquisition):
+    def values(prepared, x, column, candidates, trees, valid, best, t, dim):
+        mean, var = surrogate.coordinate_moments(prepared, x, column, candidates, trees, valid)
         return acquisition(mean, var, best, t, dim)
     return jax.jit(values)
 
@@ -78,13 +91,14 @@ def evaluate_in_chunks(fn, X, batch: int, counter: int = 0):
 class AcquisitionFunction:
     """Integrated acquisition of one posterior: call on encoded rows [B, D] -> (values [B], grads [B, D]).
 
-    `moments` names the surrogate method that maps (prepared cache, rows) to per-sample means and
-    variances [S, N]; the default is the predictive of f, and a surrogate may offer others (Jenatton's
-    path-level `path_predict_prepared`, 001 Eq. 6).
+    `moments` (one of MOMENTS) says which per-sample means and variances [S, N] are integrated: the
+    latent f by default, or the path-level value of a surrogate that offers `zoo.base.PathPredictions`.
+    Optimizers read `surrogate`, `acquisition`, `t`, `prepared` (to hand back to the surrogate's declared
+    methods, never to index into) and call the instance.
     """
 
     def __init__(self, posterior, acquisition, best: float, t: int = 1, batch: int = 32,
-                 moments: str = "predict_prepared"):
+                 moments: str = "latent"):
         self.posterior = posterior
         self.surrogate = posterior.surrogate
         self.acquisition = acquisition
@@ -92,14 +106,15 @@ class AcquisitionFunction:
         self.batch = int(batch)
         self.prepared = compiled_prepare(self.surrogate)(posterior.flat_samples(), posterior.data)
         self.moments = moments
-        self._vg = _value_and_grad(self.surrogate, acquisition, moments)
+        self._vg = compiled("acq_value_and_grad", _build_value_and_grad, self.surrogate, acquisition, moments)
         self._args = (np.float64(best), np.float64(t))
         self.n_evals = 0
 
     def with_moments(self, moments: str) -> "AcquisitionFunction":
         """The same acquisition over another of the surrogate's moment functions (cache shared)."""
         other = copy.copy(self)
-        other.moments, other._vg, other.n_evals = moments, _value_and_grad(self.surrogate, self.acquisition, moments), 0
+        other.moments, other.n_evals = moments, 0
+        other._vg = compiled("acq_value_and_grad", _build_value_and_grad, self.surrogate, self.acquisition, moments)
         return other
 
     def __call__(self, X, dim: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -115,15 +130,19 @@ class AcquisitionFunction:
 
     def coordinate_scores(self, x, column: int, candidates, trees, size: tuple[int, int] | None = None) -> np.ndarray:
         """Values at row x with `column` set to each of `candidates` [K], through the surrogate's
-        `coordinate_moments` (only the posterior trees `trees` that split on that column are re-routed).
-        `size` = (K, P) pads candidates and trees to fixed lengths so one compiled shape serves all columns."""
+        `coordinate_moments` (zoo.base.CoordinateMoments: only the posterior trees `trees` that split on that
+        column are re-routed). `size` = (K, P) pads candidates and trees to fixed lengths so one compiled
+        shape serves all columns."""
+        if not offers(self.surrogate, CoordinateMoments):
+            raise ValueError(f"coordinate scores need zoo.base.CoordinateMoments; {self.surrogate.name!r} does not "
+                             "offer it")
         candidates = np.asarray(candidates, dtype=np.float64)
         trees = np.asarray(trees, dtype=np.int32)
         k, p = size if size is not None else (len(candidates), max(len(trees), 1))
         padded = np.concatenate([candidates, np.repeat(candidates[-1:], k - len(candidates))])
         valid = np.arange(p) < len(trees)
         tree_idx = np.concatenate([trees, np.zeros(p - len(trees), np.int32)])
-        fn = _coordinate_values(self.surrogate, self.acquisition)
+        fn = compiled("acq_coordinates", _build_coordinate_values, self.surrogate, self.acquisition)
         out = fn(self.prepared, np.asarray(x, dtype=np.float64), np.int32(column), padded, tree_idx, valid,
                  *self._args, np.float64(len(x)))
         self.n_evals += 1
@@ -133,7 +152,7 @@ class AcquisitionFunction:
         """Values only (no gradients) in large fixed-size chunks: for optimizers that just compare many
         points (Sobol pools, BARK's leaf-interval search), where the acquisition is piecewise constant."""
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-        fn = _values_only(self.surrogate, self.acquisition, self.moments)
+        fn = compiled("acq_values", _build_values_only, self.surrogate, self.acquisition, self.moments)
         dim = np.float64(X.shape[1])
         out = np.empty(X.shape[0])
         for start, m, chunk in padded_chunks(X, batch):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from functools import partial
 
-from optim.problems.base import Problem
-from optim.problems.jenatton import jenatton_large, jenatton_small
-from optim.problems.mixed import discrete_ackley, discrete_rosenbrock, pest_control, tree_function
-from optim.problems.ml import compression, mlp_tuning
-from optim.problems.synthetic import exp2d, hartmann6, styblinski_tang
+from optim.bench.problems.base import Problem
+from optim.bench.problems.jenatton import jenatton_large, jenatton_small
+from optim.bench.problems.mixed import discrete_ackley, discrete_rosenbrock, pest_control, tree_function
+from optim.bench.problems.ml import compression, mlp_tuning
+from optim.bench.problems.synthetic import exp2d, hartmann6, styblinski_tang
 
 PROBLEMS = {
     "jenatton_small": partial(jenatton_small, shared=True),

@@ -9,33 +9,32 @@ dimension being optimized (000 Section 4.2). With `AddTree(share_like=True)` eac
 is folded into the member vertex on the path (`AddTree.component_kernels`), so the split still holds.
 
 Jenatton's two-step search (001 Section 3.2) first picks a path by the path-level acquisition, then
-optimizes the leaf acquisition on that path only. Anything else falls back to per-path L-BFGS-B.
+optimizes the leaf acquisition on that path only.
+
+Each is a registered optimizer (optim.registry) that states the capability it needs: "vertex_ucb" needs
+`zoo.base.AdditiveComponents` and UCB, "two_step" needs `zoo.base.PathPredictions`.
 """
 
 from __future__ import annotations
-
-import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from optim.acqf import AcquisitionFunction, compiled_prepare, evaluate_in_chunks
-from optim.acquisition import UCB
-from optim.lbfgs import LBFGSConfig, optimize_acquisition, optimize_path
-from zoo.space import Path
+from optim.integrated import AcquisitionFunction, compiled_prepare, evaluate_in_chunks
+from optim.path_lbfgs import LBFGSConfig, optimize_path, optimize_region
+from zoo.compiled import compiled
 
 
-@functools.lru_cache(maxsize=32)
-def _vertex_ucb_vg(surrogate):
-    def total(X, cache, weights, sqrt_beta):
-        mean, var = surrogate.predict_components(cache, X)  # [S, V, N]
+def _build_vertex_ucb(surrogate):
+    def total(X, prepared, weights, sqrt_beta):
+        mean, var = surrogate.predict_components(prepared, X)  # [S, V, N]
         per_vertex = jnp.mean(-mean + sqrt_beta[None, :, None] * jnp.sqrt(jnp.maximum(var, 1e-30)), axis=0)
         values = weights @ per_vertex  # [N]
         return jnp.sum(values), values
 
-    def vg(cache, X, weights, sqrt_beta):
-        (_, values), grads = jax.value_and_grad(total, has_aux=True)(X, cache, weights, sqrt_beta)
+    def vg(prepared, X, weights, sqrt_beta):
+        (_, values), grads = jax.value_and_grad(total, has_aux=True)(X, prepared, weights, sqrt_beta)
         return values, grads
     return jax.jit(vg)
 
@@ -43,11 +42,12 @@ def _vertex_ucb_vg(surrogate):
 class VertexUCB:
     """Integrated per-vertex UCB of an additive surrogate; `for_vertex(v)` acts like an AcquisitionFunction."""
 
-    def __init__(self, posterior, t: int, dims, beta=None, batch: int = 32, cache=None):
+    def __init__(self, posterior, t: int, dims, beta=None, batch: int = 32, prepared=None):
         self.surrogate = posterior.surrogate
         self.batch = batch
-        self._cache = cache if cache is not None else compiled_prepare(self.surrogate)(posterior.flat_samples(), posterior.data)
-        self._vg = _vertex_ucb_vg(self.surrogate)
+        self._prepared = (prepared if prepared is not None
+                          else compiled_prepare(self.surrogate)(posterior.flat_samples(), posterior.data))
+        self._vg = compiled("vertex_ucb", _build_vertex_ucb, self.surrogate)
         dims = np.asarray(dims, dtype=np.float64)
         betas = np.full(len(dims), beta) if beta is not None else 0.2 * dims * np.log(2.0 * max(t, 1))
         self.sqrt_beta = np.sqrt(betas)
@@ -65,7 +65,7 @@ class VertexUCB:
     def _eval(self, X, weights):
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
         vals, grads, self.n_evals = evaluate_in_chunks(
-            lambda chunk: self._vg(self._cache, chunk, weights, self.sqrt_beta), X, self.batch, self.n_evals)
+            lambda chunk: self._vg(self._prepared, chunk, weights, self.sqrt_beta), X, self.batch, self.n_evals)
         return vals, grads
 
 
@@ -82,41 +82,40 @@ class WeightedUCB:
         return self.ucb._eval(X, self.weights)[0]
 
 
-def vertex_path(space, surrogate, v: int) -> Path:
-    """A pseudo-path whose only free columns are vertex v's parameters (on any path through v)."""
-    name, num, cat, _, _ = surrogate.vertices[v]
-    through = next(p for p in space.paths if name in p.nodes)
-    active = np.zeros(space.dim, dtype=bool)
-    active[np.concatenate([num, cat]).astype(int)] = True
-    return Path(through.index, through.nodes, dict(through.decisions), active)
+def component_region(space, component):
+    """(base row, free columns) for one component: the decisions of a path through it, its own columns free."""
+    through = next(p for p in space.paths if component.name in p.nodes)
+    free = np.zeros(space.dim, dtype=bool)
+    free[component.columns] = True
+    return space.path_row(through), free
 
 
-def addtree_ucb_search(posterior, space, rng, config: LBFGSConfig, t: int, beta=None, cache=None):
-    """Algorithm 2 of 000 with integrated UCB: (encoded row, acquisition value, path index)."""
-    model = posterior.surrogate
-    dims = [len(v[1]) + len(v[2]) for v in model.vertices]
-    ucb = VertexUCB(posterior, t, dims, beta, cache=cache)
+def addtree_ucb_search(acqf: AcquisitionFunction, space, rng, config: LBFGSConfig = LBFGSConfig()):
+    """The "vertex_ucb" optimizer, Algorithm 2 of 000 with integrated UCB: each component's UCB maximized
+    on its own columns, then summed along every path; returns (encoded row, acquisition value, path index)."""
+    components = acqf.surrogate.components
+    dims = [len(c.columns) for c in components]
+    ucb = VertexUCB(acqf.posterior, acqf.t, dims, acqf.acquisition.beta, prepared=acqf.prepared)
     best_rows, best_vals = [], []
-    for v in range(len(model.vertices)):  # independent low-dimensional problems (parallelizable)
-        x, val = optimize_path(ucb.for_vertex(v), space, vertex_path(space, model, v), rng, config)
+    for v, component in enumerate(components):  # independent low-dimensional problems (parallelizable)
+        x, val = optimize_region(ucb.for_vertex(v), space, *component_region(space, component), rng, config)
         best_rows.append(x)
         best_vals.append(val)
     totals = []
     for path in space.paths:
         row = space.path_row(path)
         total = 0.0
-        for v, (name, num, cat, _, _) in enumerate(model.vertices):
-            if name in path.nodes:
-                cols = np.concatenate([num, cat]).astype(int)
-                row[cols] = best_rows[v][cols]
+        for v, component in enumerate(components):
+            if component.name in path.nodes:
+                row[component.columns] = best_rows[v][component.columns]
                 total += best_vals[v]
         totals.append((total, row))
     i = int(np.argmax([tv for tv, _ in totals]))
     return totals[i][1], totals[i][0], i
 
 
-def two_step_search(acqf: AcquisitionFunction, space, rng, config: LBFGSConfig):
-    """Jenatton et al.'s two-step search (001 Section 3.2): (encoded row, value, path index).
+def two_step_search(acqf: AcquisitionFunction, space, rng, config: LBFGSConfig = LBFGSConfig()):
+    """The "two_step" optimizer, Jenatton et al.'s search (001 Section 3.2): (encoded row, value, path index).
 
     Step 1 scores every path by the path acquisition of Eq. 6 (EI of b_p + z_p'c, c integrated out,
     averaged over posterior samples), maximized jointly over the path's shared inner-node
@@ -124,26 +123,13 @@ def two_step_search(acqf: AcquisitionFunction, space, rng, config: LBFGSConfig):
     of that path's parameters, shared ones included (multi-start L-BFGS-B).
     """
     model = acqf.surrogate
-    path_acqf = acqf.with_moments("path_predict_prepared")
+    path_acqf = acqf.with_moments("path")
     scores = []
     for path in space.paths:
-        active = np.zeros(space.dim, dtype=bool)
-        active[model.shared_columns(path)] = True
-        _, value = optimize_path(path_acqf, space, Path(path.index, path.nodes, dict(path.decisions), active),
-                                 rng, config)
+        free = np.zeros(space.dim, dtype=bool)
+        free[model.shared_columns(path)] = True
+        _, value = optimize_region(path_acqf, space, space.path_row(path), free, rng, config)
         scores.append(value)
     i = int(np.argmax(scores))
     x, value = optimize_path(acqf, space, space.paths[i], rng, config)
     return x, value, i
-
-
-def tree_optimizer(acqf: AcquisitionFunction, space, rng, config: LBFGSConfig = LBFGSConfig()):
-    """Optimizer for structure 'tree': Algorithm 2 for UCB on additive surrogates, the two-step path
-    search for surrogates with path-level moments, per-path L-BFGS-B otherwise."""
-    if (isinstance(acqf.acquisition, UCB) and hasattr(acqf.surrogate, "predict_components")
-            and getattr(acqf.surrogate, "additive", True)):
-        return addtree_ucb_search(acqf.posterior, space, rng, config, acqf.t, acqf.acquisition.beta,
-                                  cache=acqf.prepared)
-    if getattr(acqf.surrogate, "two_step", False):
-        return two_step_search(acqf, space, rng, config)
-    return optimize_acquisition(acqf, space, rng, config)

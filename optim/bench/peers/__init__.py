@@ -4,11 +4,11 @@ Each adapter imports its package only when it runs; one whose package is missing
 `treezoo-bench` with a one-line message. Add a peer: subclass `Peer`, put it in `PEERS`.
 """
 
-from optim.peers.base import Peer
-from optim.peers.botorch_gp import BoTorchGP
-from optim.peers.hyperopt_tpe import HyperoptTPE
-from optim.peers.optuna_tpe import OptunaTPE
-from optim.peers.smac_rf import SMACRandomForest
+from optim.bench.peers.base import Peer
+from optim.bench.peers.botorch_gp import BoTorchGP
+from optim.bench.peers.hyperopt_tpe import HyperoptTPE
+from optim.bench.peers.optuna_tpe import OptunaTPE
+from optim.bench.peers.smac_rf import SMACRandomForest
 
 PEERS: dict[str, Peer] = {p.name: p for p in (OptunaTPE(), HyperoptTPE(), SMACRandomForest(), BoTorchGP())}
 

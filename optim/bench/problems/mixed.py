@@ -10,27 +10,12 @@ import jax
 import numpy as np
 from scipy.optimize import minimize as scipy_minimize
 
-from optim._scip_worker import add_forest_structure
-from optim.mip import describe_forests
-from optim.problems.base import Problem
-from zoo.space import CATEGORICAL, Categorical, Integer, Real, Space
-from zoo.trees import FEATURE, MASK, SPLIT, THRESHOLD, BARTPrior, TreeSpec
+from optim.bench.problems.base import Problem
+from optim.mip import sum_of_trees_minimum
+from zoo.heap_trees import BARTPrior, TreeSpec, compiled_router
+from zoo.space import Categorical, Integer, Real, Space
 
 # --------------------------------------------------------------------------- TreeFunction
-
-
-def _route_numpy(tree: np.ndarray, x: np.ndarray, kinds, n_cats) -> int:
-    """Heap index of the leaf of one tree (zoo.trees layout) that encoded row x reaches."""
-    node = 0
-    while tree[node, SPLIT] > 0.5:
-        f = int(tree[node, FEATURE])
-        if kinds[f] == CATEGORICAL:
-            q = n_cats[f] - 1 if x[f] < 0 else int(round(x[f]))
-            left = tree[node, MASK + q] > 0.5
-        else:
-            left = x[f] <= tree[node, THRESHOLD]
-        node = 2 * node + (1 if left else 2)
-    return node
 
 
 @functools.lru_cache(maxsize=8)
@@ -45,34 +30,17 @@ def _tree_function_parts(categorical: bool, function_seed: int, num_trees: int =
     return space, spec, forest, values
 
 
-def tree_function_minimum(forest, values, spec) -> float:
-    """Exact minimum of a sum of trees: a small MILP over the trees' leaf boxes (the structure
-    constraints of BARK's acquisition MIP, with a linear objective), solved by SCIP to a zero gap."""
-    from pyscipopt import Model, quicksum
-
-    model = Model("tree-function-min")
-    model.hideOutput()
-    problem = describe_forests(forest[None], spec)
-    _, _, z = add_forest_structure(model, problem)
-    model.setObjective(quicksum(float(values[t, leaf]) * z[0][t][k] for t, tree in enumerate(problem["trees"][0])
-                                for k, leaf in enumerate(tree["leaves"])), "minimize")
-    model.setParam("limits/gap", 0.0)
-    model.optimize()
-    if model.getStatus() != "optimal":
-        raise RuntimeError(f"TreeFunction minimum: SCIP ended with status {model.getStatus()}")
-    return float(model.getObjVal())
-
-
 def tree_function(categorical: bool = False, noise_std: float = 0.0, seed: int = 0, function_seed: int = 0) -> Problem:
     """TreeFunction (003): a sum of 50 trees from the BART prior (alpha 0.95, beta 2) with N(0, 1) leaf
     values on [0, 1]^10 (plus 10 five-way categoricals in the `categorical` variant), fixed by
     `function_seed`. The optimum is computed exactly by a MILP over the trees' leaf boxes."""
     space, spec, forest, values = _tree_function_parts(bool(categorical), int(function_seed))
-    kinds, n_cats = spec.kinds, spec.n_cats
+    router = compiled_router(spec)
+    trees = np.arange(len(forest))
 
     def f(config):
-        x = space.encode(config)
-        return float(sum(values[t, _route_numpy(forest[t], x, kinds, n_cats)] for t in range(len(forest))))
+        leaves = np.asarray(router(forest, space.encode([config])))[:, 0]
+        return float(np.sum(values[trees, leaves]))
 
     optimum = _cached_minimum(bool(categorical), int(function_seed))
     name = "tree_function_cat" if categorical else "tree_function"
@@ -82,7 +50,7 @@ def tree_function(categorical: bool = False, noise_std: float = 0.0, seed: int =
 @functools.lru_cache(maxsize=8)
 def _cached_minimum(categorical: bool, function_seed: int) -> float:
     _, spec, forest, values = _tree_function_parts(categorical, function_seed)
-    return tree_function_minimum(forest, values, spec)
+    return sum_of_trees_minimum(forest, values, spec)
 
 
 # --------------------------------------------------------------------------- DiscreteAckley

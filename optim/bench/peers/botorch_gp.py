@@ -11,7 +11,7 @@ import itertools
 
 import numpy as np
 
-from optim.peers.base import Peer, Stopwatch, evaluate, record
+from optim.bench.peers.base import Peer, Stopwatch, evaluate, record
 from zoo.space import CATEGORICAL
 
 

@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from optim.problems.base import Problem
+from optim.bench.problems.base import Problem
 from zoo.space import Categorical, Integer, Node, Real, Space
 
 ML_EXTRA = "scikit-learn (pip install 'treezoo[ml]')"

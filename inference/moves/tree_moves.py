@@ -7,17 +7,16 @@ cancel). The acceptance ratio is
 
     log a = [log p(T*) - log p(T)] + [log p(y | T*) - log p(y | T)] + log q(T* -> T) - log q(T -> T*)
 
-with the exact tree prior (zoo.trees.tree_log_prob) and the transition terms of 003 App. H Eq. 6:
+with the exact tree prior (zoo.heap_trees.tree_log_prob) and the transition terms of 003 App. H Eq. 6:
 grow picks one of w0 growable leaves and draws its rule from the rule prior, the reverse prune picks
 one of w1* singly internal nodes of T*, so q(T*->T)/q(T->T*) = w0 / (w1* Pr(rule)); prune is the
 inverse; change (on a singly internal node, rule redrawn from the prior) has Pr(old)/Pr(new). The
 rule terms cancel against the prior, as the paper notes. (The paper prints Pr(rule) in the numerator
 of Eq. 6 and the denominator of Eq. 7; the product, which is all that matters, is the same.)
 
-The likelihood change of a move is exact. A move touches one node: its old pieces (the node, or its
-two children) and its new pieces, so the kernel changes by a rank-4 term U C U^T. "lowrank" applies
-Woodbury and the matrix determinant lemma to a cached inverse (O(n^2) per proposal; the cache is
-refreshed by a Cholesky at the start of every sweep); "cholesky" factorizes afresh (O(n^3)).
+The likelihood change is the model's: the context a move is given carries a
+`zoo.heap_trees.TreeLikelihood` plug-in (BARK's forest-kernel low-rank update, `zoo.bark`; a treed GP's
+leaf likelihoods), so the proposal and its Hastings terms are written once for every tree model.
 """
 
 from __future__ import annotations
@@ -26,15 +25,11 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.linalg import cho_solve
 
 from inference.moves.binary import metropolis_accept
-from zoo import linalg
-from zoo.bark import noisy_covariance
-from zoo.trees import (SPLIT, TreeSpec, all_domains, draw_rule, exists, restrict, route, route_forest,
-                       rule_log_prob, shared_leaf_fraction, singly_internal, split_probabilities)
+from zoo.heap_trees import (CHANGE, GROW, PRUNE, SPLIT, TreeLikelihood, TreeSpec, all_domains, draw_rule, exists,
+                            restrict, route, route_forest, rule_log_prob, singly_internal, split_probabilities)
 
-GROW, PRUNE, CHANGE = 0, 1, 2
 MOVE_NAMES = ("grow", "prune", "change")
 MOVE_PROBABILITIES = (0.25, 0.25, 0.5)
 
@@ -104,84 +99,12 @@ def propose(spec: TreeSpec, key, tree) -> TreeProposal:
     return TreeProposal(new_tree, kind, i, log_prior, log_q, possible)
 
 
-def move_pieces(kind, i, old_leaves, new_leaves, mask):
-    """Columns U [n, 4] (old pieces, then new pieces) and signs c [4] with K* - K = U diag(c) U^T / m."""
-    none = jnp.full_like(i, -1)
-    old1 = jnp.where(kind == GROW, i, 2 * i + 1)
-    old2 = jnp.where(kind == GROW, none, 2 * i + 2)
-    new1 = jnp.where(kind == PRUNE, i, 2 * i + 1)
-    new2 = jnp.where(kind == PRUNE, none, 2 * i + 2)
-    U = jnp.stack([old_leaves == old1, old_leaves == old2, new_leaves == new1, new_leaves == new2], axis=1)
-    return (U & mask[:, None]).astype(jnp.float64), jnp.array([-1.0, -1.0, 1.0, 1.0])
-
-
-class LowRankState(NamedTuple):
-    Ainv: jax.Array  # (K + noise I)^-1 on the padded rows
-    alpha: jax.Array  # Ainv y
-    logdet: jax.Array
-
-
-class CholeskyState(NamedTuple):
-    counts: jax.Array  # sum over trees of the shared-leaf indicator matrices
-    loglik: jax.Array
-
-
-def _loglik(counts, m, noise, mask, y):
-    L = jnp.linalg.cholesky(noisy_covariance(counts / m, noise, mask))
-    return linalg.gaussian_logpdf(y, jnp.zeros_like(y), L)
-
-
-def lowrank_delta(state: LowRankState, U, c, m, y):
-    """Log-likelihood change and the updated state for A* = A + U diag(c/m) U^T (Woodbury, det. lemma)."""
-    cm = c / m
-    AiU = state.Ainv @ U
-    cap = jnp.diag(1.0 / cm) + U.T @ AiU
-    Ua = U.T @ state.alpha
-    sol = jnp.linalg.solve(cap, Ua)
-    sign, ld_cap = jnp.linalg.slogdet(cap)
-    sign_c = jnp.prod(jnp.sign(cm))
-    ld_change = ld_cap + jnp.sum(jnp.log(jnp.abs(cm)))
-    delta = 0.5 * Ua @ sol - 0.5 * ld_change
-    delta = jnp.where(sign * sign_c > 0, delta, -jnp.inf)
-    new = LowRankState(state.Ainv - AiU @ jnp.linalg.solve(cap, AiU.T), state.alpha - AiU @ sol,
-                       state.logdet + ld_change)
-    return delta, new
-
-
-def cholesky_delta(state: CholeskyState, old_t, new_t, m, noise, mask, y):
-    """Log-likelihood change and the updated state by refactorizing the proposed covariance."""
-    eq = lambda leaves: (leaves[:, None] == leaves[None, :]).astype(jnp.float64)  # noqa: E731
-    counts = state.counts - eq(old_t) + eq(new_t)
-    loglik = _loglik(counts, m, noise, mask, y)
-    return loglik - state.loglik, CholeskyState(counts, loglik)
-
-
-def initial_likelihood_state(update: str, leaves, m, noise, mask, y):
-    """Fresh cache for a sweep: the Cholesky of the current covariance (also the periodic refresh)."""
-    counts = m * shared_leaf_fraction(leaves, leaves)
-    L = jnp.linalg.cholesky(noisy_covariance(counts / m, noise, mask))
-    if update == "lowrank":
-        eye = jnp.eye(L.shape[0])
-        return LowRankState(cho_solve((L, True), eye), cho_solve((L, True), y), 2.0 * jnp.sum(jnp.log(jnp.diagonal(L))))
-    return CholeskyState(counts, linalg.gaussian_logpdf(y, jnp.zeros_like(y), L))
-
-
-def likelihood_delta(update, state, proposal, old_t, new_t, m, noise, mask, y):
-    if update == "lowrank":
-        U, c = move_pieces(proposal.kind, proposal.node, old_t, new_t, mask)
-        return lowrank_delta(state, U, c, m, y)
-    return cholesky_delta(state, old_t, new_t, m, noise, mask, y)
-
-
-def forest_sweep(key, forest, log_density, context):
-    """Update each tree once by grow / prune / change MH; returns (forest, counts [2, 3]) where the
-    counts are (proposed, accepted) per move type. `log_density` is unused: the ratio is assembled
-    from the tree prior and the exact likelihood change, which the tests check against it."""
-    del log_density
-    spec, m, update = context.spec, context.num_trees, context.update
-    X, y, mask, noise = context.X, context.y, context.mask, context.noise
+def tree_sweep(key, forest, spec: TreeSpec, X, likelihood: TreeLikelihood):
+    """Update each tree of `forest` once by grow / prune / change MH, the likelihood change from the
+    model's plug-in; returns (forest, counts [2, 3]) of (proposed, accepted) per move type."""
+    m = forest.shape[0]
     leaves = route_forest(spec, forest, X)
-    state = initial_likelihood_state(update, leaves, m, noise, mask, y)
+    state = likelihood.init(leaves)
 
     def step(carry, inputs):
         forest, leaves, state = carry
@@ -190,7 +113,7 @@ def forest_sweep(key, forest, log_density, context):
         tree, old_t = forest[t], leaves[t]
         proposal = propose(spec, k_prop, tree)
         new_t = route(spec, proposal.tree, X)
-        delta, new_state = likelihood_delta(update, state, proposal, old_t, new_t, m, noise, mask, y)
+        delta, new_state = likelihood.delta(state, t, proposal.kind, proposal.node, old_t, new_t)
         log_ratio = proposal.log_prior_ratio + delta + proposal.log_transition_ratio
         accept = metropolis_accept(k_acc, jnp.where(proposal.possible, log_ratio, -jnp.inf))
         forest = forest.at[t].set(jnp.where(accept, proposal.tree, tree))
@@ -204,7 +127,13 @@ def forest_sweep(key, forest, log_density, context):
     return forest, jnp.sum(counts, axis=0)
 
 
-forest_sweep.needs_context = True
+def forest_sweep(key, forest, log_density, context):
+    """The "forest" move family: `tree_sweep` with the routing and likelihood plug-in of the context
+    (`context.spec`, `context.X`, `context.likelihood`). `log_density` is not evaluated: the ratio is
+    assembled from the tree prior and the plug-in's exact likelihood change, which the tests check
+    against it (evaluating it would score the whole forest prior and a Cholesky per proposal)."""
+    del log_density
+    return tree_sweep(key, forest, context.spec, context.X, context.likelihood)
 
-__all__ = ["forest_sweep", "propose", "TreeProposal", "move_pieces", "lowrank_delta", "cholesky_delta",
-           "initial_likelihood_state", "MOVE_NAMES", "GROW", "PRUNE", "CHANGE"]
+
+__all__ = ["forest_sweep", "tree_sweep", "propose", "TreeProposal", "MOVE_NAMES", "GROW", "PRUNE", "CHANGE"]

@@ -8,7 +8,7 @@ leaf value. Large balanced: three levels of binary decisions, eight leaves with 
 
 from __future__ import annotations
 
-from optim.problems.base import Problem
+from optim.bench.problems.base import Problem
 from zoo.space import Node, Real, Space
 
 

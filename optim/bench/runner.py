@@ -27,7 +27,7 @@ from multiprocessing import get_context
 
 import numpy as np
 
-from optim import report
+from optim.bench import report
 from optim.transforms import OUTPUT_TRANSFORMS
 
 
@@ -43,7 +43,7 @@ def _versions(extra=()) -> dict:
 
 
 def methods_available() -> list[str]:
-    from optim.peers import PEERS
+    from optim.bench.peers import PEERS
     from optim.registry import available
     return available() + sorted(PEERS)
 
@@ -64,8 +64,8 @@ def run_cell(method: str, problem_name: str, seed: int, budget: int, n_init: int
              design: str = "sobol") -> dict:
     """One run of one method; a JSON-able record with the full trace (a crash is recorded, not raised)."""
     from optim.loop import initial_design, minimize
-    from optim.peers import PEERS
-    from optim.problems import get_problem
+    from optim.bench.peers import PEERS
+    from optim.bench.problems import get_problem
 
     problem = get_problem(problem_name, noise_std=noise, seed=seed)
     peer = PEERS.get(method)
@@ -101,7 +101,7 @@ def _cell_key(r: dict) -> tuple:
 
 
 def cmd_run(args) -> int:
-    from optim.peers import PEERS
+    from optim.bench.peers import PEERS
 
     methods = []
     for m in args.methods:
@@ -169,7 +169,7 @@ def cmd_table(args) -> int:
 def timing_at_size(n: int, dim: int = 6, repeats: int = 3, seed: int = 0) -> dict:
     """Seconds for one warm-started BO iteration (fit, acquisition) of the GP on Hartmann-6 data of size n."""
     from optim.loop import BayesOpt
-    from optim.problems import hartmann6
+    from optim.bench.problems import hartmann6
 
     problem = hartmann6(extra_dims=dim - 6)
     opt = BayesOpt(problem.space, "gp", seed=seed, n_init=n)
@@ -191,7 +191,7 @@ def regression_cell(model: str, problem_name: str, n: int, seed: int, n_test: in
     decisions are fair coin flips and parameters uniform (`Space.sample`), test points likewise."""
     from inference import sample
     from optim.loop import SamplerSettings
-    from optim.problems import get_problem
+    from optim.bench.problems import get_problem
     from optim.registry import make_surrogate
 
     problem = get_problem(problem_name)
@@ -309,9 +309,9 @@ def cmd_timing(args) -> int:
 
 
 def cmd_compiles(args) -> int:
-    from optim.diagnostics import compile_count
+    from optim.bench.diagnostics import compile_count
     from optim.loop import BayesOpt
-    from optim.problems import get_problem
+    from optim.bench.problems import get_problem
 
     start = compile_count()
     problem = get_problem(args.problem)
@@ -340,12 +340,11 @@ def cmd_bark_updates(args) -> int:
     import jax
     import jax.numpy as jnp
 
-    from inference.moves.trees import (cholesky_delta, forest_sweep, initial_likelihood_state, lowrank_delta,
-                                       move_pieces, propose)
+    from inference.moves.tree_moves import forest_sweep, propose
     from zoo import Real, Space
-    from zoo.bark import BARK
+    from zoo.bark import BARK, ForestKernelLikelihood
     from zoo.data import make_data
-    from zoo.trees import route, route_forest
+    from zoo.heap_trees import route, route_forest
 
     space = Space([Real(f"x{i}", 0.0, 1.0) for i in range(args.dim)])
     rows = []
@@ -358,7 +357,7 @@ def cmd_bark_updates(args) -> int:
             s = BARK(space, update=update)
             forest = s.forest_prior().sample(jax.random.PRNGKey(0))
             ctx = s.move_context(data, {}, {"forest": forest, "noise": jnp.array(0.05)})
-            sweep = jax.jit(lambda k, f, ctx=ctx: forest_sweep(k, f, None, ctx._replace(forest=f)))
+            sweep = jax.jit(lambda k, f, ctx=ctx: forest_sweep(k, f, None, ctx))
             f, _ = sweep(jax.random.PRNGKey(1), forest)
             jax.block_until_ready(f)
             times = []
@@ -372,8 +371,8 @@ def cmd_bark_updates(args) -> int:
         forest = s.forest_prior().sample(jax.random.PRNGKey(0))
         leaves = route_forest(s.spec, forest, data.X)
         noise = jnp.array(0.05)
-        low = initial_likelihood_state("lowrank", leaves, s.num_trees, noise, data.mask, data.y)
-        chol = initial_likelihood_state("cholesky", leaves, s.num_trees, noise, data.mask, data.y)
+        plug = {u: ForestKernelLikelihood(s.num_trees, u, noise, data.mask, data.y) for u in ("lowrank", "cholesky")}
+        low, chol = plug["lowrank"].init(leaves), plug["cholesky"].init(leaves)
         worst = 0.0
         for k in range(args.proposals):  # accept every proposal: errors accumulate as in a sweep
             t = k % s.num_trees
@@ -381,9 +380,8 @@ def cmd_bark_updates(args) -> int:
             if not bool(p.possible):  # the sweep rejects these without touching the cache
                 continue
             new_t = route(s.spec, p.tree, data.X)
-            U, c = move_pieces(p.kind, p.node, leaves[t], new_t, data.mask)
-            d_low, low = lowrank_delta(low, U, c, s.num_trees, data.y)
-            d_chol, chol = cholesky_delta(chol, leaves[t], new_t, s.num_trees, noise, data.mask, data.y)
+            d_low, low = plug["lowrank"].delta(low, t, p.kind, p.node, leaves[t], new_t)
+            d_chol, chol = plug["cholesky"].delta(chol, t, p.kind, p.node, leaves[t], new_t)
             worst = max(worst, abs(float(d_low) - float(d_chol)))
             forest, leaves = forest.at[t].set(p.tree), leaves.at[t].set(new_t)
         row["max_abs_delta_difference"] = worst

@@ -6,7 +6,7 @@ import math
 import tempfile
 from pathlib import Path
 
-from optim.peers.base import Peer, Stopwatch, evaluate, record
+from optim.bench.peers.base import Peer, Stopwatch, evaluate, record
 from zoo.space import CATEGORICAL, INTEGER
 
 

@@ -17,6 +17,7 @@ never splits (the sampler and this prior agree on that, so the truncation is exa
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -25,9 +26,12 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro.distributions import Distribution, constraints
 
+from zoo.compiled import compiled
 from zoo.space import CATEGORICAL, INTEGER, REAL, Space
 
 SPLIT, FEATURE, THRESHOLD, MASK = 0, 1, 2, 3
+#: the local edits of a tree that the structure moves make (inference.moves.tree_moves)
+GROW, PRUNE, CHANGE = 0, 1, 2
 
 
 @dataclass(frozen=True, eq=False)
@@ -118,6 +122,12 @@ def route(spec: TreeSpec, tree, X):
 def route_forest(spec: TreeSpec, forest, X):
     """[m, N] leaf index of every row in every tree."""
     return jax.vmap(route, in_axes=(None, 0, None))(spec, forest, X)
+
+
+def compiled_router(spec: TreeSpec):
+    """`route_forest` jitted for one TreeSpec (shared through zoo.compiled): the routing loop dispatched
+    eagerly takes seconds, so NumPy-side callers (the MIP, benchmark problems) use this."""
+    return compiled("route_forest", lambda _: jax.jit(functools.partial(route_forest, spec)), spec.key())
 
 
 def shared_leaf_fraction(leaves1, leaves2):
@@ -288,6 +298,21 @@ def tree_depth(spec: TreeSpec, forest):
     """[..., m] depth of each tree (0 for a single leaf)."""
     split = forest[..., SPLIT] > 0.5
     return jnp.max(jnp.where(split, jnp.asarray(spec.depth) + 1, 0), axis=-1)
+
+
+class TreeLikelihood:
+    """The likelihood change of a tree edit, plugged into the generic grow / prune / change moves by a
+    model whose likelihood depends on a forest through its leaf assignments (BARK's forest kernel; a
+    treed GP's leaf likelihoods). Both methods are jittable; `state` is any pytree the model caches."""
+
+    def init(self, leaves):
+        """A cache for a sweep, from the leaf of every data row in every tree [m, n_pad]."""
+        raise NotImplementedError
+
+    def delta(self, state, tree_index, kind, node, old_leaves, new_leaves):
+        """(log-likelihood change, updated cache) when tree `tree_index` is edited by `kind` (GROW /
+        PRUNE / CHANGE) at heap node `node`, moving the data rows from `old_leaves` to `new_leaves` [n_pad]."""
+        raise NotImplementedError
 
 
 class BARTPrior(Distribution):

@@ -1,0 +1,7 @@
+"""Benchmark tooling, kept apart from the library: problems, peer optimizers' adapters, the
+`treezoo-bench` runner, its report and compile diagnostics. Problems and peers use only the public API
+of `zoo`, `inference` and `optim`."""
+
+from optim.bench.problems import PROBLEMS, Problem, get_problem
+
+__all__ = ["PROBLEMS", "Problem", "get_problem"]

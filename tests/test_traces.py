@@ -1,0 +1,28 @@
+"""Full traces (configs, values, sources, acquisition values) of short seeded runs of every registered
+surrogate, pinned in tests/data/traces.json: a refactor that changes any number of a run shows here.
+Rewrite the file with `python -m tests.trace_runs` only for a change of numbers that is intended and
+explained (the git log says which)."""
+
+import json
+
+import pytest
+
+from optim.registry import RANDOM, SURROGATES
+from tests.trace_runs import PATH, RUNS, run, trace
+
+PINNED = json.loads(PATH.read_text())
+
+
+def test_every_registered_surrogate_has_a_pinned_run():
+    assert set(SURROGATES) | {RANDOM} <= {surrogate for _, surrogate, _ in RUNS.values()}
+    assert set(PINNED) == set(RUNS)
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_a_seeded_run_repeats_its_pinned_trace_exactly(name):
+    history = run(name)
+    assert [h["source"] for h in history] == [h["source"] for h in PINNED[name]]
+    assert trace(history) == PINNED[name]
+    if name == "bark":  # every BO step went through the MIP optimizer and says how it ended
+        bo = [h for h in history if h["source"] == "bo"]
+        assert bo and all(h["optimizer_info"]["optimizer"] == "mip" and "status" in h["optimizer_info"] for h in bo)
