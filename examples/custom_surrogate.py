@@ -70,7 +70,7 @@ class RelevanceGP(ExactGP):
 if __name__ == "__main__":
     problem = get_problem("hartmann6_aug20") if not FAST else get_problem("styblinski_tang2")
     surrogate = RelevanceGP(problem.space)
-    result = minimize(problem, problem.space, surrogate=surrogate, budget=8 if FAST else 40, seed=0,
+    result = minimize(problem, problem.space, surrogate=surrogate, budget=6 if FAST else 40, seed=0,
                       n_init=5 if FAST else 10, progress=not FAST)
     print(result)
     idata = result.posterior.to_arviz()

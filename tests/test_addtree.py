@@ -59,7 +59,7 @@ def test_disjoint_paths_below_a_parameterless_root_are_uncorrelated():
     assert [v.name for v in model.components] == ["x1=0", "x1=0,x2=0", "x1=0,x2=1", "x1=1", "x1=1,x3=0", "x1=1,x3=1"]
 
 
-@pytest.mark.parametrize("share_like", [False, True])
+@pytest.mark.parametrize("share_like", [pytest.param(False, marks=pytest.mark.slow), True])  # True folds the groups in
 def test_algorithm_2_matches_brute_force_over_paths(share_like):
     """Per-vertex maximization + sum along paths (000, Algorithm 2) equals the best joint per-path maximum;
     with share_like the shared terms are folded into their members."""

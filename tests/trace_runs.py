@@ -43,7 +43,7 @@ RUNS = {
                             "sampler": SamplerSettings(num_chains=2, cold_warmup=40, warm_warmup=0, num_samples=2,
                                                        thinning=5)}),
 }
-BUDGET, N_INIT, SEED = 8, 5, 0
+BUDGET, N_INIT, SEED = 7, 5, 0  # two BO steps: the cold fit and one warm-started fit
 
 
 def run(name: str) -> list[dict]:
