@@ -9,7 +9,7 @@ import pytest
 
 import inference
 from inference.moves import flip_one_bit
-from tests.conftest import gp_prior_draw
+from tests.conftest import FAST_SAMPLER, fast_sample, gp_prior_draw
 from zoo import GP
 from zoo.gp import gp_cholesky
 
@@ -81,9 +81,11 @@ def test_warm_start_continues_each_chain(prior_posterior, flat2):
     X = rng.random((12, 2))
     y = np.sin(4 * X[:, 0])
     gp = GP(flat2)
-    first = inference.sample(gp, X, y, key=1, num_warmup=150, num_samples=20, num_chains=2)
+    first = fast_sample(gp, X, y, key=1)  # the BO loop's cold and warm runs (compiled once for the suite)
+    s = FAST_SAMPLER
     again = inference.sample(GP(flat2), np.vstack([X, [[0.5, 0.5]]]), np.append(y, 0.9), key=2,
-                             num_warmup=10, num_samples=20, num_chains=2, init=first)
+                             num_warmup=s.warm_warmup, num_samples=s.num_samples, num_chains=s.num_chains,
+                             thinning=s.thinning, max_tree_depth=s.max_tree_depth, init=first)
     assert again.num_chains == 2 and np.all(np.isfinite(again.stats["lp"]))
     # step sizes start from (and stay near) the adapted ones instead of restarting from 1.0
     assert np.all(np.abs(np.log(again.stats["step_size"][:, 0] / first.last_state.step_size)) < 2.5)
@@ -105,12 +107,12 @@ def test_to_arviz_groups_dims_and_no_padding(flat2):
     rng = np.random.default_rng(7)
     X = rng.random((9, 2))
     y = X.sum(1) + 0.1 * rng.standard_normal(9)
-    post = inference.sample(GP(flat2), X, y, key=8, num_warmup=100, num_samples=20, num_chains=2)
+    post = fast_sample(GP(flat2), X, y, key=8)
     idata = post.to_arviz()
     for group in ("posterior", "sample_stats", "log_likelihood", "observed_data", "constant_data"):
         assert group in idata.groups()
     assert list(idata.posterior["lengthscale"].coords["numeric_param"].values) == ["x0", "x1"]
-    assert idata.log_likelihood["y"].shape == (2, 20, 9)
+    assert idata.log_likelihood["y"].shape == (FAST_SAMPLER.num_chains, FAST_SAMPLER.num_samples, 9)
     assert idata.observed_data["y"].shape == (9,)
     assert np.allclose(idata.observed_data["y"].values, y)
     assert idata.sample_stats["diverging"].dtype == bool
