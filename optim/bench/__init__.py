@@ -3,5 +3,6 @@
 of `zoo`, `inference` and `optim`."""
 
 from optim.bench.problems import PROBLEMS, Problem, get_problem
+from optim.bench.runner import main
 
-__all__ = ["PROBLEMS", "Problem", "get_problem"]
+__all__ = ["PROBLEMS", "Problem", "get_problem", "main"]

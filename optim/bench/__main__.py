@@ -2,6 +2,6 @@
 
 import sys
 
-from optim.bench.runner import main
+from optim.bench import main
 
 sys.exit(main())
