@@ -127,3 +127,30 @@ def test_log_reals_decode_inside_their_bounds_at_the_edges():
         p = Real("a", low, high, log=True)
         assert low <= p.from_unit(0.0) <= high and low <= p.from_unit(1.0) <= high
         assert p.check(p.from_unit(1.0)) is None and p.check(p.from_unit(0.0)) is None
+
+
+def test_route_gives_the_decisions_that_lead_to_a_node():
+    """Space.route: the encoded decisions a row must hold for its path to pass through a node; a row is on
+    the route of every node of its own path and of no node off it."""
+    space = jenatton_small().space
+    cols, idx = space.route("root")
+    assert cols.size == 0 and idx.size == 0
+    cols, idx = space.route("x1=1,x3=0")
+    assert [space.names[c] for c in cols] == ["x1", "x3"] and idx.tolist() == [1.0, 0.0]
+    X = space.encode(space.sample(40, seed=1))
+    for x in X:
+        path = space.paths[int(space.path_index(x[None])[0])]
+        for name in space.nodes:
+            cols, idx = space.route(name)
+            assert bool(np.all(x[cols] == idx)) == (name in path.nodes)
+    with pytest.raises(KeyError, match="no node"):
+        space.route("nowhere")
+
+
+def test_walk_builds_a_valid_configuration_from_visitor_choices(mixed_space):
+    """Space.walk visits the parameters of every node on one path and follows the chosen decisions."""
+    seen = []
+    config = mixed_space.walk(lambda p: (seen.append(p.name), p.from_uniform(0.25))[1],
+                              lambda node: list(node.children)[-1])
+    assert config["kind"] == "lbfgs" and set(seen) == {"layers", "tol", "alpha", "flag"}
+    assert mixed_space.validate(config) == config
