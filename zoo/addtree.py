@@ -18,6 +18,7 @@ alike, so a vertex seen once borrows the shape learned at its like vertices; sig
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -31,6 +32,15 @@ from zoo.gp import ExactGP
 from zoo.kernels import block_slices, matern52, on_route, overlap
 from zoo.priors import block_lengthscale_prior, lengthscale_prior
 from zoo.space import CATEGORICAL, Space
+
+
+class InteractionTerm(NamedTuple):
+    """000 Appendix E: one leaf's product of the kernels of the vertices on its path, on when both reach it."""
+
+    leaf: str
+    blocks: list  # numeric columns of each parameter-owning vertex on the path, root first
+    route_cols: np.ndarray
+    route_idx: np.ndarray
 
 
 class AddTree(ExactGP, AdditiveComponents, NoiselessForm):
@@ -76,18 +86,18 @@ class AddTree(ExactGP, AdditiveComponents, NoiselessForm):
         self.variance_loc = -math.log(depth)  # each path's prior variance sums to about 1 (standardized y)
         # Appendix E interaction terms: per leaf, the product of the kernels of every parameter-owning
         # vertex on its path (numeric parameters), switched on only when both points reach that leaf
-        self.interaction_terms = []  # (leaf name, [numeric cols per vertex on the path], leaf route cols, idx)
+        self.interaction_terms = []  # InteractionTerm per leaf whose path has >= 2 vertices with numeric parameters
         if self.interactions:
             owners = {v.name: v for v in self.vertices}
             for path in space.paths:
                 on_path = [owners[n] for n in path.nodes if n in owners and len(owners[n].numeric_cols)]
                 if len(on_path) >= 2 and path.leaf in owners:
                     leaf = owners[path.leaf]
-                    self.interaction_terms.append((path.leaf, [v.numeric_cols for v in on_path], leaf.route_cols,
-                                                   leaf.route_idx))
-        self.interaction_cols = (np.concatenate([c for t in self.interaction_terms for c in t[1]])
+                    self.interaction_terms.append(InteractionTerm(path.leaf, [v.numeric_cols for v in on_path],
+                                                                 leaf.route_cols, leaf.route_idx))
+        self.interaction_cols = (np.concatenate([c for t in self.interaction_terms for c in t.blocks])
                                  if self.interaction_terms else np.zeros(0, dtype=np.int64))
-        self.interaction_slices = block_slices(len(c) for t in self.interaction_terms for c in t[1])
+        self.interaction_slices = block_slices(len(c) for t in self.interaction_terms for c in t.blocks)
         # share_like: groups of >= 2 like vertices (leaves by their number d of numeric parameters, inner
         # vertices by depth and d), as indices into self.vertices; members' columns align in declared order
         self.vertex_groups = []
@@ -156,7 +166,7 @@ class AddTree(ExactGP, AdditiveComponents, NoiselessForm):
         params["variance"] = numpyro.sample(
             "variance", dist.LogNormal(self.variance_loc, 1.0).expand([len(self.vertices)]).to_event(1))
         if self.interaction_terms:
-            sizes = [sum(len(c) for c in t[1]) for t in self.interaction_terms]
+            sizes = [sum(len(c) for c in t.blocks) for t in self.interaction_terms]
             params["interaction_lengthscale"] = numpyro.sample(
                 "interaction_lengthscale", block_lengthscale_prior([(d, d) for d in sizes]))
             params["interaction_variance"] = numpyro.sample(
@@ -256,8 +266,9 @@ class AddTree(ExactGP, AdditiveComponents, NoiselessForm):
                 "shared_variance": ["vertex_group"], "shared_lengthscale": ["shared_param"]}
         coords = {"numeric_param": list(names[self.num_cols]), "categorical_param": list(names[self.cat_cols]),
                   "vertex": [v.name for v in self.vertices],
-                  "interaction": [t[0] for t in self.interaction_terms],
-                  "interaction_param": [f"{t[0]}:{names[c]}" for t in self.interaction_terms for g in t[1] for c in g],
+                  "interaction": [t.leaf for t in self.interaction_terms],
+                  "interaction_param": [f"{t.leaf}:{names[c]}" for t in self.interaction_terms for g in t.blocks
+                                        for c in g],
                   "vertex_group": ["/".join(self.vertices[v].name for v in g) for g in self.vertex_groups],
                   "shared_param": ["/".join(names[self.vertices[v].numeric_cols[k]] for v in g)
                                    for g, d in zip(self.vertex_groups, self.group_dims) for k in range(d)]}

@@ -26,11 +26,20 @@ import numpyro.distributions as dist
 from jax.scipy.linalg import cho_solve
 
 from zoo import linalg
-from zoo.base import NoiselessForm, PathPredictions, Prepared, Surrogate
+from zoo.base import Component, NoiselessForm, PathPredictions, Prepared, Surrogate
 from zoo.data import Data
 from zoo.kernels import block_slices, matern52, on_route
 from zoo.priors import block_lengthscale_prior
 from zoo.space import CATEGORICAL, Space
+
+
+class InnerNode(NamedTuple):
+    """A node with children, whose features z_v (an intercept and its own parameters) enter c (001 Sec. 2.4)."""
+
+    name: str
+    route_cols: np.ndarray
+    route_idx: np.ndarray
+    own_cols: np.ndarray
 
 
 class JenattonArrays(NamedTuple):
@@ -54,22 +63,22 @@ class Jenatton(Surrogate, PathPredictions, NoiselessForm):
     def __init__(self, space: Space, shared: bool = True, noise_prior=(-4.0, 1.0)):
         super().__init__(space)
         self.shared, self.noise_prior = bool(shared), tuple(noise_prior)
-        self.leaves = []  # (numeric cols of the leaf, route cols, route category indices)
+        self.leaves = []  # one Component per leaf: its numeric parameters and the route to it
         for path in space.paths:
             leaf = space.nodes[path.leaf]
             if any(space.kinds[space.col[p.name]] == CATEGORICAL for p in leaf.params):
                 raise ValueError(f"Jenatton's model needs numeric leaf parameters; leaf {path.leaf!r} has a "
                                  "categorical one (put categoricals on inner nodes, where they are one-hot features)")
-            self.leaves.append((np.array([space.col[p.name] for p in leaf.params], dtype=np.int64),
-                                *space.route(path.leaf)))
-        self.features = []  # per inner node: (name, route cols, route idx, own numeric cols)
+            self.leaves.append(Component(path.leaf, np.array([space.col[p.name] for p in leaf.params], dtype=np.int64),
+                                         np.zeros(0, dtype=np.int64), *space.route(path.leaf)))
+        self.features = []  # one InnerNode per node with children: the route to it and its own parameters
         for name, node in space.nodes.items():
             if node.children:
-                self.features.append((name, *space.route(name),
-                                      np.array([space.col[p.name] for p in node.params], dtype=np.int64)))
-        self.leaf_cols = np.concatenate([leaf[0] for leaf in self.leaves])
-        self.leaf_slices = block_slices(len(cols) for cols, _, _ in self.leaves)
-        self.n_features = sum(1 + self._width(f[3]) for f in self.features)
+                self.features.append(InnerNode(name, *space.route(name),
+                                               np.array([space.col[p.name] for p in node.params], dtype=np.int64)))
+        self.leaf_cols = np.concatenate([leaf.numeric_cols for leaf in self.leaves])
+        self.leaf_slices = block_slices(len(leaf.numeric_cols) for leaf in self.leaves)
+        self.n_features = sum(1 + self._width(f.own_cols) for f in self.features)
 
     def config_key(self):
         return (self.shared, self.noise_prior)
@@ -95,12 +104,12 @@ class Jenatton(Surrogate, PathPredictions, NoiselessForm):
 
     def leaf_onehot(self, X):
         """[N, P] indicator of each row's leaf."""
-        return jnp.stack([on_route(X, cols, idx) for _, cols, idx in self.leaves], 1)
+        return jnp.stack([on_route(X, leaf.route_cols, leaf.route_idx) for leaf in self.leaves], 1)
 
     def feature_matrix(self, X):
         """[N, d] rows z(x): for each inner node on x's path, an intercept and its numeric parameters."""
         blocks = []
-        for _, cols, idx, own in self.features:
+        for _, cols, idx, own in self.features:  # InnerNode(name, route_cols, route_idx, own_cols)
             on = on_route(X, cols, idx)[:, None]
             blocks.append(on * jnp.concatenate([jnp.ones((X.shape[0], 1), X.dtype)] + self._own_features(X, own), axis=1))
         return jnp.concatenate(blocks, axis=1)
@@ -109,7 +118,8 @@ class Jenatton(Surrogate, PathPredictions, NoiselessForm):
         """K_block: leaf kernels on rows of the same leaf, 0 across leaves."""
         O1, O2 = self.leaf_onehot(X1), self.leaf_onehot(X2)
         K = jnp.zeros((X1.shape[0], X2.shape[0]), X1.dtype)
-        for p, ((cols, _, _), sl) in enumerate(zip(self.leaves, self.leaf_slices)):
+        for p, (leaf, sl) in enumerate(zip(self.leaves, self.leaf_slices)):
+            cols = leaf.numeric_cols
             k = params["leaf_variance"][p] * O1[:, p][:, None] * O2[:, p][None, :]
             if len(cols):
                 k = k * matern52(X1[:, cols], X2[:, cols], params["lengthscale"][sl])
@@ -122,7 +132,7 @@ class Jenatton(Surrogate, PathPredictions, NoiselessForm):
         params = {}
         if len(self.leaf_cols):
             params["lengthscale"] = numpyro.sample(
-                "lengthscale", block_lengthscale_prior([(len(c), len(c)) for c, _, _ in self.leaves]))
+                "lengthscale", block_lengthscale_prior([(len(leaf.numeric_cols),) * 2 for leaf in self.leaves]))
         params["leaf_variance"] = numpyro.sample("leaf_variance", dist.LogNormal(0.0, 1.0).expand([P]).to_event(1))
         params["offset"] = numpyro.sample("offset", dist.Normal(0.0, 1.0).expand([P]).to_event(1))
         params["noise"] = numpyro.sample("noise", dist.LogNormal(*self.noise_prior))
@@ -240,7 +250,7 @@ class Jenatton(Surrogate, PathPredictions, NoiselessForm):
             if self.space.kinds[c] == CATEGORICAL:
                 return [f"{names[c]}={v}" for v in self.space.columns[c].choices]
             return [names[c]]
-        features = [f"{name}:{col}" for name, _, _, own in self.features
-                    for col in ["intercept"] + [lab for c in own for lab in labels(c)]]
+        features = [f"{f.name}:{col}" for f in self.features
+                    for col in ["intercept"] + [lab for c in f.own_cols for lab in labels(c)]]
         dims = {"lengthscale": ["leaf_param"], "leaf_variance": ["leaf"], "offset": ["leaf"], "c": ["feature"]}
         return dims, {"leaf_param": list(names[self.leaf_cols]), "leaf": leaves, "feature": features}
