@@ -13,6 +13,7 @@ import enum
 import json
 import math
 import numbers
+import os
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -75,8 +76,17 @@ def initial_design(space: Space, n_init: int, seed: int, design: str = "sobol") 
     return space.sobol(n_init, seed=derive_seed(seed, 0, Stream.DESIGN), cover_paths=design == "paths")
 
 
+def _check_n_init(n_init) -> None:
+    if n_init is not None and (not isinstance(n_init, (int, np.integer)) or isinstance(n_init, bool)):
+        raise TypeError(f"n_init must be an integer, got {n_init!r}")
+
+
 def _check_value(value) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.ndarray)):
+    """A real scalar (Python, NumPy or a 0-d JAX / NumPy array) as a float; anything else is a TypeError."""
+    array_like = hasattr(value, "__array__") and not isinstance(value, (str, bytes))
+    if isinstance(value, (bool, np.bool_)) or not (isinstance(value, numbers.Real) or array_like):
+        raise TypeError(f"the objective value must be a real number, got {value!r}")
+    if array_like and not np.issubdtype(np.asarray(value).dtype, np.number) or np.asarray(value).dtype == bool:
         raise TypeError(f"the objective value must be a real number, got {value!r}")
     arr = np.asarray(value, dtype=np.float64)
     if arr.size != 1:
@@ -104,6 +114,9 @@ class BayesOpt:
             raise TypeError(f"space must be a zoo.Space, got {type(space).__name__}")
         if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
             raise TypeError(f"seed must be an integer, got {seed!r}")
+        if seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        _check_n_init(n_init)
         self.space = space
         self.surrogate_spec = (surrogate if isinstance(surrogate, str)
                                else surrogate.name if isinstance(surrogate, Surrogate) else "custom")
@@ -214,6 +227,8 @@ class BayesOpt:
         """Record an evaluation. NaN/inf values and `error=` (a failed evaluation) are kept in the
         history but never shown to the model. A bad config or value raises and changes nothing."""
         config = self.space.validate(config)
+        if error is not None and value is not None:
+            raise ValueError("tell() takes a value or error='...' (a failed evaluation), not both")
         if error is not None:
             status, value = "error", None
         else:
@@ -252,9 +267,18 @@ class BayesOpt:
     def load(cls, path, surrogate=None) -> "BayesOpt":
         """Resume a saved run; pass `surrogate=` for a custom (unregistered) surrogate object."""
         with open(path) as f:
-            d = json.load(f)
+            try:
+                d = json.load(f)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}: not a saved treezoo run (invalid or truncated JSON: {exc})") from None
+        if not isinstance(d, dict):
+            raise ValueError(f"{path}: not a saved treezoo run (a JSON {type(d).__name__}, not an object)")
         if d.get("format") != FORMAT_VERSION:
             raise ValueError(f"{path}: unsupported format {d.get('format')!r}")
+        missing = sorted({"space", "surrogate", "acquisition", "seed", "n_init", "sampler", "optimizer", "history",
+                          "pending", "warm_start"} - set(d))
+        if missing:
+            raise ValueError(f"{path}: not a complete saved treezoo run; missing {missing}")
         space = Space.from_dict(d["space"])
         acq = d["acquisition"]
         acquisition = UCB(beta=acq["beta"]) if acq["name"] == "ucb" else acq["name"]
@@ -327,10 +351,14 @@ def minimize(objective: Callable[[dict], float], space: Space, surrogate="gp", b
         raise TypeError("objective must be callable: config dict -> float")
     if not isinstance(budget, (int, np.integer)) or isinstance(budget, bool) or budget < 1:
         raise ValueError(f"budget must be a positive integer, got {budget!r}")
+    _check_n_init(n_init)
     if n_init is not None and n_init > budget:
         raise ValueError(f"n_init={n_init} exceeds budget={budget}: the initial design must fit in the budget")
     if n_init is None and isinstance(space, Space):
         n_init = min(BayesOpt.default_n_init(space), int(budget))
+    if checkpoint is not None and not os.path.isdir(os.path.dirname(os.path.abspath(checkpoint))):
+        raise ValueError(f"checkpoint {checkpoint!s}: the folder {os.path.dirname(os.path.abspath(checkpoint))} "
+                         "does not exist")
     opt = BayesOpt(space, surrogate=surrogate, acquisition=acquisition, seed=seed, n_init=n_init, **settings)
     bar = None
     if progress:
@@ -347,7 +375,7 @@ def minimize(objective: Callable[[dict], float], space: Space, surrogate="gp", b
             else:
                 try:
                     opt.tell(config, value)
-                except TypeError as exc:
+                except (TypeError, ValueError) as exc:  # not a real scalar, or not one the transform takes
                     opt.tell(config, error=str(exc))
                     warnings.warn(f"{exc}; recorded as failed", stacklevel=2)
             if checkpoint is not None:

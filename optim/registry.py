@@ -140,6 +140,9 @@ def optimizer_from_dict(d: dict):
                              "call optim.register_optimizer before BayesOpt.load")
         return name, OPTIMIZERS[name].config(**d)
     classes = {e.config.__name__: e.config for e in OPTIMIZERS.values()}
+    if type_name not in classes:
+        raise ValueError(f"the run used optimizer settings {type_name!r}, which no registered optimizer takes; "
+                         f"registered: {sorted(classes)}")
     return None, classes[type_name](**d)
 
 

@@ -44,6 +44,13 @@ class Real:
         _check_name(self.name)
         if not (_is_number(self.low) and _is_number(self.high)) or not self.low < self.high:
             raise ValueError(f"Real {self.name!r}: need numbers low < high, got {self.low!r}, {self.high!r}")
+        if not (math.isfinite(self.low) and math.isfinite(self.high)):
+            raise ValueError(f"Real {self.name!r}: bounds must be finite, got {self.low!r}, {self.high!r}")
+        if not isinstance(self.log, (bool, np.bool_)):
+            raise TypeError(f"Real {self.name!r}: log must be True or False, got {self.log!r}")
+        object.__setattr__(self, "low", float(self.low))  # plain floats: numpy scalars would not save as JSON
+        object.__setattr__(self, "high", float(self.high))
+        object.__setattr__(self, "log", bool(self.log))
         if self.log and self.low <= 0:
             raise ValueError(f"Real {self.name!r}: log scale needs low > 0, got {self.low!r}")
 
@@ -88,6 +95,8 @@ class Integer:
         ok = all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in (self.low, self.high))
         if not ok or not self.low < self.high:
             raise ValueError(f"Integer {self.name!r}: need integers low < high, got {self.low!r}, {self.high!r}")
+        object.__setattr__(self, "low", int(self.low))
+        object.__setattr__(self, "high", int(self.high))
 
     def to_unit(self, value) -> float:
         return (value - self.low) / (self.high - self.low)
@@ -122,7 +131,9 @@ class Categorical:
 
     def __post_init__(self):
         _check_name(self.name)
-        choices = tuple(self.choices)
+        if isinstance(self.choices, (str, bytes)) or not isinstance(self.choices, Iterable):
+            raise TypeError(f"Categorical {self.name!r}: choices must be a sequence of values, got {self.choices!r}")
+        choices = tuple(_plain_value(c, f"Categorical {self.name!r}") for c in self.choices)
         object.__setattr__(self, "choices", choices)
         if len(choices) < 2:
             raise ValueError(f"Categorical {self.name!r}: need at least 2 choices, got {choices!r}")
@@ -161,12 +172,34 @@ Param = Real | Integer | Categorical
 
 
 def _choice_key(value):
-    """Key that distinguishes 1 from True and '1' but lets 1 == 1.0 == np.int64(1)."""
+    """Key that distinguishes 1 from True and '1' but lets 1 == 1.0 == np.int64(1) and 'a' == np.str_('a')."""
     if isinstance(value, (bool, np.bool_)):
         return ("bool", bool(value))
     if _is_number(value):
         return ("num", float(value))
+    if isinstance(value, str):
+        return ("str", str(value))
     return (type(value).__name__, value)
+
+
+def _plain_value(value, owner: str):
+    """A category value (or child key) as the plain Python scalar a saved run keeps: str, int, finite float,
+    bool or None (numpy scalars converted); anything else is refused, so every space that can be built can
+    be saved and loaded."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        if not math.isfinite(value):
+            raise ValueError(f"{owner}: category value {value!r} is not a finite number")
+        return float(value)
+    raise TypeError(f"{owner}: category value {value!r} is a {type(value).__name__}; category values must be "
+                    "strings, numbers, booleans or None (what a saved run can hold)")
 
 
 def _check_name(name):
@@ -185,12 +218,27 @@ class Node:
 
     def __post_init__(self):
         _check_name(self.name)
+        if isinstance(self.params, (Real, Integer, Categorical)) or not isinstance(self.params, (list, tuple)):
+            raise TypeError(f"node {self.name!r}: params must be a list or tuple of parameters, got {self.params!r}")
         object.__setattr__(self, "params", tuple(self.params))
-        object.__setattr__(self, "children", dict(self.children or {}))
+        children = self.children if self.children is not None else {}
+        if not isinstance(children, Mapping):
+            raise TypeError(f"node {self.name!r}: children must be a dict {{decision value: Node}}, got "
+                            f"{type(children).__name__}")
+        for key, child in children.items():
+            if not isinstance(child, Node):
+                raise TypeError(f"node {self.name!r}: child {key!r} is a {type(child).__name__}, not a Node")
+        owner = f"node {self.name!r}"
+        object.__setattr__(self, "children", {_plain_value(k, owner): c for k, c in children.items()})
+        if len(self.children) != len(children):
+            raise ValueError(f"node {self.name!r}: child keys must be distinct, got {list(children)!r}")
         if self.children and self.choice is None:
             raise ValueError(f"node {self.name!r} has children but no `choice` (decision name)")
         if self.choice is not None and len(self.children) < 2:
             raise ValueError(f"node {self.name!r}: decision {self.choice!r} needs at least 2 children")
+        if self.children:
+            _check_name(self.choice)
+            self.decision  # noqa: B018  (the decision's choices are checked like any categorical's)
         for p in self.params:
             if not isinstance(p, (Real, Integer, Categorical)):
                 raise ValueError(f"node {self.name!r}: {p!r} is not a Real, Integer or Categorical")
@@ -219,6 +267,8 @@ class Space:
 
     def __init__(self, root: Node | Sequence[Param]):
         if not isinstance(root, Node):
+            if not isinstance(root, (list, tuple)):
+                raise TypeError(f"Space takes a Node or a list of parameters, got {root!r}")
             root = Node("root", params=tuple(root))
         self.root = root
         self.columns: list = []  # Param objects, decisions as Categorical

@@ -1,0 +1,115 @@
+"""Rows of the new-user probe (issue 20) handled at the boundary: a clear error before any evaluation is
+spent, or a documented behaviour, and nothing told is lost."""
+
+import json
+import math
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from optim import BayesOpt, minimize
+from zoo import Categorical, Integer, Node, Real, Space
+
+
+def _never_called(config):
+    raise AssertionError("the objective must not be evaluated")
+
+
+@pytest.mark.parametrize("build, error, message", [
+    (lambda: Real("a", 0, math.inf), ValueError, "finite"),
+    (lambda: Real("a", 1e-3, 1.0, log="no"), TypeError, "log must be True or False"),
+    (lambda: Space(None), TypeError, "a Node or a list of parameters"),
+    (lambda: Node("r", choice="c", children={"a": Node("a"), "b": 3}), TypeError, "child 'b' is a int, not a Node"),
+    (lambda: Node("r", choice="c", children=[("a", Node("a")), ("b", Node("b"))]), TypeError, "must be a dict"),
+    (lambda: Node("r", params=Real("x", 0, 1)), TypeError, "list or tuple of parameters"),
+    (lambda: Categorical("c", (("a", 1), ("b", 2))), TypeError, "category values must be strings"),
+    (lambda: Node("r", choice="c", children={("a",): Node("a"), ("b",): Node("b")}), TypeError, "category values"),
+    (lambda: Categorical("c", (math.nan, math.nan)), ValueError, "not a finite number"),
+    (lambda: Categorical("c", "abc"), TypeError, "sequence of values"),
+])
+def test_a_space_that_cannot_be_saved_is_refused_at_construction(build, error, message):
+    with pytest.raises(error, match=message):
+        build()
+
+
+def test_numpy_values_become_plain_python_and_the_space_saves_and_loads(tmp_path):
+    space = Space(Node("root", params=(Real("x", np.float32(0.0), np.float32(2.5)), Integer("k", np.int64(1), np.int64(4))),
+                       choice="c", children={np.int64(1): Node("one", params=(Categorical("f", (np.int64(3), np.str_("s"))),)),
+                                             np.int64(2): Node("two")}))
+    x, k = space.nodes["root"].params
+    assert type(x.low) is float and type(k.high) is int and list(space.nodes["root"].children) == [1, 2]
+    assert [type(v) for v in space.nodes["one"].params[0].choices] == [int, str]
+    opt = BayesOpt(space, "random", seed=1, n_init=2)
+    for _ in range(3):
+        c = opt.ask()
+        opt.tell(c, 1.0)
+    opt.save(tmp_path / "run.json")
+    loaded = BayesOpt.load(tmp_path / "run.json")
+    assert loaded.space == space and loaded.history == opt.history
+
+
+def test_a_numpy_string_is_the_category_it_spells():
+    space = Space(Node("root", choice="opt", children={"sgd": Node("sgd"), "adam": Node("adam")}))
+    assert space.validate({"opt": np.str_("sgd")}) == {"opt": "sgd"}
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"seed": -1}, ValueError, "non-negative"),
+    ({"n_init": "2"}, TypeError, "n_init must be an integer"),
+    ({"n_init": 2.7}, TypeError, "n_init must be an integer"),
+    ({"surrogate": "bark", "acquisition": "logei"}, ValueError, "maximizes \\['ucb'\\] only"),
+])
+def test_bad_run_arguments_are_refused_before_any_evaluation(flat2, kwargs, error, message):
+    kwargs = {"surrogate": "gp", **kwargs}
+    with pytest.raises(error, match=message):
+        minimize(_never_called, flat2, budget=4, **kwargs)
+    with pytest.raises(error, match=message):
+        BayesOpt(flat2, **kwargs)
+
+
+def test_a_checkpoint_in_a_missing_folder_is_refused_before_any_evaluation(flat2, tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        minimize(_never_called, flat2, "random", budget=3, checkpoint=tmp_path / "missing" / "run.json")
+
+
+def test_tell_with_a_value_and_an_error_is_refused_and_changes_nothing(flat2):
+    opt = BayesOpt(flat2, "random", n_init=2)
+    c = opt.ask()
+    with pytest.raises(ValueError, match="not both"):
+        opt.tell(c, 1.0, error="crashed")
+    assert opt.history == [] and opt.ask() == c
+
+
+def test_a_jax_scalar_objective_is_a_value_and_a_bad_log_value_is_recorded_as_failed(flat2):
+    res = minimize(lambda c: jnp.float64(c["x0"] + 1.0), flat2, "random", budget=3, n_init=2)
+    assert [h["status"] for h in res.history] == ["ok"] * 3
+    values = iter([2.0, -1.0, 3.0])  # the log transform cannot take -1: that evaluation fails, the run goes on
+    with pytest.warns(UserWarning, match="recorded as failed"):
+        res = minimize(lambda c: next(values), flat2, "random", budget=3, n_init=2, output_transform="log")
+    assert [h["status"] for h in res.history] == ["ok", "error", "ok"] and res.best_value == 2.0
+    assert "log" in res.history[1]["error"]
+
+
+@pytest.mark.parametrize("content, message", [
+    ("", "invalid or truncated JSON"),
+    ('{"format": 1, "space"', "invalid or truncated JSON"),
+    ("[1, 2]", "a JSON list"),
+    ('{"format": 1}', "missing \\['acquisition'"),
+])
+def test_load_of_a_file_that_is_not_a_saved_run_names_the_file(tmp_path, content, message):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(ValueError, match=message) as info:
+        BayesOpt.load(path)
+    assert str(path) in str(info.value)
+
+
+def test_load_with_an_unknown_optimizer_type_says_so(flat2, tmp_path):
+    opt = BayesOpt(flat2, "gp", n_init=2)
+    opt.save(tmp_path / "run.json")
+    d = json.loads((tmp_path / "run.json").read_text())
+    d["optimizer"] = {"type": "Nope"}
+    (tmp_path / "run.json").write_text(json.dumps(d))
+    with pytest.raises(ValueError, match="'Nope'"):
+        BayesOpt.load(tmp_path / "run.json")
