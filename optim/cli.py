@@ -4,8 +4,34 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 import time
+
+
+def integer_at_least(low: int):
+    """An argparse type: an integer >= low, with a one-line error otherwise."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
+        return value
+    return parse
+
+
+def finite_nonnegative(text: str) -> float:
+    """An argparse type: a finite noise standard deviation >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -24,10 +50,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="fit the model to a monotone transform of the values (heavy-tailed objectives)")
     run.add_argument("--deterministic", action="store_true",
                      help="the objective returns exact values: the model's noise prior moves near zero")
-    run.add_argument("--budget", type=int, default=30, help="number of evaluations (default 30)")
-    run.add_argument("--n-init", type=int, default=None, help="initial Sobol design size")
-    run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--noise", type=float, default=0.0, help="observation noise std added to the problem")
+    run.add_argument("--budget", type=integer_at_least(1), default=30, help="number of evaluations (default 30)")
+    run.add_argument("--n-init", type=integer_at_least(1), default=None, help="initial Sobol design size")
+    run.add_argument("--seed", type=integer_at_least(0), default=0)
+    run.add_argument("--noise", type=finite_nonnegative, default=0.0, help="observation noise std added to the problem")
     run.add_argument("--save", default=None, help="save the run (JSON) after every evaluation")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     sub.add_parser("problems", help="list built-in problems")
@@ -38,8 +64,13 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.command == "run" and args.deterministic and (args.noise > 0 or args.surrogate == "random"):
-        parser.error("--deterministic needs a model (not random search) and a noiseless problem (--noise 0)")
+    if args.command == "run":
+        if args.deterministic and (args.noise > 0 or args.surrogate == "random"):
+            parser.error("--deterministic needs a model (not random search) and a noiseless problem (--noise 0)")
+        if args.n_init is not None and args.n_init > args.budget:
+            parser.error(f"--n-init {args.n_init} exceeds --budget {args.budget}")
+        if args.save is not None and not os.path.isdir(os.path.dirname(os.path.abspath(args.save))):
+            parser.error(f"--save {args.save}: the folder {os.path.dirname(os.path.abspath(args.save))} does not exist")
     from optim.bench.problems import PROBLEMS, get_problem
     from optim.registry import available
 
@@ -52,9 +83,14 @@ def main(argv=None) -> int:
         print("\n".join(available()))
         return 0
 
-    from optim.loop import minimize
+    from optim.loop import BayesOpt, minimize
 
     problem = get_problem(args.problem, noise_std=args.noise, seed=args.seed)
+    try:  # the surrogate, acquisition and options are checked before any evaluation is spent
+        BayesOpt(problem.space, surrogate=args.surrogate, acquisition=args.acquisition, seed=args.seed,
+                 n_init=args.n_init, output_transform=args.output_transform, deterministic=args.deterministic)
+    except (ValueError, TypeError) as exc:
+        parser.error(str(exc))
     print(f"treezoo: minimizing {problem.name} (dim {problem.space.dim}, {len(problem.space.paths)} path(s)) "
           f"with surrogate={args.surrogate}, acquisition={args.acquisition or 'default'}, budget={args.budget}, "
           f"seed={args.seed}" + (", deterministic" if args.deterministic else ""),
@@ -64,11 +100,15 @@ def main(argv=None) -> int:
                       n_init=args.n_init, acquisition=args.acquisition, progress=not args.quiet,
                       checkpoint=args.save, output_transform=args.output_transform,
                       deterministic=args.deterministic)
+    failed = sum(h['status'] != 'ok' for h in result.history)
+    if result.best_value is None:
+        first = next((h["error"] for h in result.history if h["error"]), "non-finite values")
+        print(f"every evaluation failed ({failed} of {len(result.history)}); the first: {first}", file=sys.stderr)
+        return 1
     print(f"best value:  {result.best_value:.6g}")
-    if problem.optimum is not None and result.best_value is not None:
+    if problem.optimum is not None:
         print(f"regret:      {problem.regret(result.best_value):.3e}  (known optimum {problem.optimum})")
     print(f"best config: {json.dumps(result.best_config)}")
-    failed = sum(h['status'] != 'ok' for h in result.history)
     print(f"evaluations: {len(result.history)} ({failed} failed) in {time.perf_counter() - t0:.1f} s")
     return 0
 

@@ -166,3 +166,29 @@ def test_unknown_method_or_output_transform_is_refused(tmp_path, capsys):
                        "--out", str(tmp_path / "x.jsonl")]) == 2
     assert "peer methods take no" in capsys.readouterr().err
     assert not (tmp_path / "x.jsonl").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "--problems", "no_such_problem"], "invalid choice: 'no_such_problem'"),
+    (["run", "--budget", "-2"], "--budget: must be >= 1, got -2"),
+    (["run", "--seeds", "0"], "--seeds: must be >= 1, got 0"),
+    (["run", "--budget", "5", "--n-init", "8"], "--n-init 8 exceeds --budget 5"),
+    (["table", "/no/such/results.jsonl"], "no such results file"),
+])
+def test_bench_user_mistakes_are_one_line_errors_with_exit_2(args, message, capsys):
+    with pytest.raises(SystemExit) as info:
+        bench.main(args)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and message in err.strip().splitlines()[-1], err
+
+
+def test_bench_names_the_bad_line_of_a_results_file(tmp_path, capsys):
+    out = tmp_path / "r.jsonl"
+    out.write_text('{"status": "ok"}\n\n{"status": "ok", "problem"\n')  # a run cut off while writing
+    for args in (["table", str(out)], ["run", "--problems", "exp2d", "--methods", "random", "--seeds", "1",
+                                       "--budget", "3", "--n-init", "2", "--out", str(out)]):
+        with pytest.raises(SystemExit) as info:
+            bench.main(args)
+        assert info.value.code == 2 and f"{out}:3: not a JSON record" in capsys.readouterr().err
+    assert out.read_text().count("\n") == 3  # nothing was appended to the damaged file

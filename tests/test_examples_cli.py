@@ -1,6 +1,7 @@
 """Every example runs (fast mode), the `treezoo` CLI runs, and the bench commands write and read results."""
 
 import json
+import re
 import runpy
 from pathlib import Path
 
@@ -56,3 +57,38 @@ def test_bench_run_resume_and_table(tmp_path, capsys):
     assert bench.main(["table", str(out), "--at", "3", "5"]) == 0
     table = capsys.readouterr().out
     assert "| exp2d | random | 2 |" in table
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--budget", "-3"], "--budget: must be >= 1, got -3"),
+    (["--budget", "0"], "--budget: must be >= 1, got 0"),
+    (["--n-init", "0"], "--n-init: must be >= 1, got 0"),
+    (["--seed", "-1"], "--seed: must be >= 0, got -1"),
+    (["--noise", "-1"], "--noise: must be a finite number >= 0"),
+    (["--noise", "nan"], "--noise: must be a finite number >= 0"),
+    (["--budget", "3", "--n-init", "5"], "--n-init 5 exceeds --budget 3"),
+    (["--save", "/no/such/folder/run.json"], "does not exist"),
+    (["--surrogate", "bark", "--deterministic"], "no noiseless form"),
+    (["--surrogate", "bark", "--acquisition", "ei"], "maximizes \\['ucb'\\] only"),
+])
+def test_cli_user_mistakes_are_one_line_errors_with_exit_2(args, message, capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["run", "--quiet", *args])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and re.search(message, err.strip().splitlines()[-1]), err
+
+
+def test_cli_run_where_every_evaluation_fails_says_so_and_exits_1(monkeypatch, capsys):
+    from optim.bench import problems
+    from optim.bench.problems.base import Problem
+
+    space = problems.get_problem("exp2d").space
+
+    def broken(name, noise_std=0.0, seed=0):
+        return Problem("broken", space, lambda c: 1 / 0)
+    monkeypatch.setattr(problems, "get_problem", broken)
+    with pytest.warns(UserWarning, match="ZeroDivisionError"):
+        assert cli.main(["run", "--problem", "exp2d", "--surrogate", "random", "--budget", "2", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "every evaluation failed (2 of 2)" in err and "ZeroDivisionError" in err

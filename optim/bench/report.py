@@ -21,15 +21,34 @@ import numpy as np
 from scipy.stats import wilcoxon
 
 
+class ResultsFileError(ValueError):
+    """A results file that cannot be read: the message names the file and line."""
+
+
 def load_records(path) -> list[dict]:
-    """JSON lines (one record per run) or a JSON document (timing, compiles)."""
+    """JSON lines (one record per run) or a JSON document (timing, compiles); a missing file is empty."""
     if not os.path.exists(path):
         return []
     with open(path) as f:
         text = f.read()
-    if path.endswith(".jsonl"):
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
-    return json.loads(text)
+    if not str(path).endswith(".jsonl"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ResultsFileError(f"{path}: not a JSON document ({exc.msg} at line {exc.lineno})") from None
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ResultsFileError(f"{path}:{number}: not a JSON record ({exc.msg}); a run cut off while writing "
+                                   "leaves a truncated last line: remove it and run again") from None
+        if not isinstance(record, dict):
+            raise ResultsFileError(f"{path}:{number}: a record must be a JSON object, got {type(record).__name__}")
+        records.append(record)
+    return records
 
 
 def best_so_far(values) -> np.ndarray:

@@ -402,20 +402,24 @@ def cmd_render(args) -> int:
 
 
 def main(argv=None) -> int:
+    from optim.bench.problems import PROBLEMS
+    from optim.cli import integer_at_least, finite_nonnegative
+
     p = argparse.ArgumentParser(prog="treezoo-bench", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run (method, problem, seed) cells and append JSON lines")
-    r.add_argument("--problems", nargs="+", default=["hartmann6", "jenatton_small"])
+    r.add_argument("--problems", nargs="+", default=["hartmann6", "jenatton_small"], choices=sorted(PROBLEMS),
+                   metavar="PROBLEM")
     r.add_argument("--methods", nargs="+", default=["gp", "random"],
                    help="surrogates and peers; 'surrogate:acquisition' (e.g. addtree:logei) overrides the acquisition")
-    r.add_argument("--seeds", type=int, default=5)
-    r.add_argument("--seed0", type=int, default=0)
-    r.add_argument("--budget", type=int, default=50)
-    r.add_argument("--n-init", type=int, default=10)
-    r.add_argument("--noise", type=float, default=0.0)
+    r.add_argument("--seeds", type=integer_at_least(1), default=5)
+    r.add_argument("--seed0", type=integer_at_least(0), default=0)
+    r.add_argument("--budget", type=integer_at_least(1), default=50)
+    r.add_argument("--n-init", type=integer_at_least(1), default=10)
+    r.add_argument("--noise", type=finite_nonnegative, default=0.0)
     r.add_argument("--design", choices=["sobol", "paths"], default="sobol",
                    help="initial design; 'paths' covers every root-to-leaf path once first")
-    r.add_argument("--jobs", type=int, default=1, help="worker processes (each with one XLA thread)")
+    r.add_argument("--jobs", type=integer_at_least(1), default=1, help="worker processes (each with one XLA thread)")
     r.add_argument("--out", default="benchmarks/results/results.jsonl")
     t = sub.add_parser("table", help="regret table (and paired tests, plots) from JSON lines")
     t.add_argument("files", nargs="+")
@@ -456,9 +460,18 @@ def main(argv=None) -> int:
     rd.add_argument("document")
     rd.add_argument("--check", action="store_true", help="exit 1 if the document is out of date")
     args = p.parse_args(argv)
+    if args.command == "run" and args.n_init > args.budget:
+        p.error(f"--n-init {args.n_init} exceeds --budget {args.budget}")
+    if args.command == "table":
+        missing = [f for f in args.files if not os.path.exists(f)]
+        if missing:
+            p.error(f"no such results file: {', '.join(missing)}")
     commands = {"run": cmd_run, "table": cmd_table, "timing": cmd_timing, "compiles": cmd_compiles,
                 "regression": cmd_regression, "regression-data": cmd_regression_data, "render": cmd_render, "bark-updates": cmd_bark_updates}
-    return commands[args.command](args)
+    try:
+        return commands[args.command](args)
+    except report.ResultsFileError as exc:
+        p.error(str(exc))
 
 
 if __name__ == "__main__":
