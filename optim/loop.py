@@ -31,6 +31,10 @@ from zoo.base import NoiselessForm, Surrogate, offers
 from zoo.space import Space
 
 FORMAT_VERSION = 1
+#: largest |objective value| shown to a model: squares and differences of larger values overflow float64
+MAX_ABS_VALUE = 1e100
+#: statuses a history record may have; only "ok" values reach the model
+STATUSES = ("ok", "error", "nonfinite", "out_of_range")
 
 
 @dataclass(frozen=True)
@@ -224,8 +228,9 @@ class BayesOpt:
 
     # ------------------------------------------------------------------ tell
     def tell(self, config: dict, value=None, *, error: str | None = None) -> None:
-        """Record an evaluation. NaN/inf values and `error=` (a failed evaluation) are kept in the
-        history but never shown to the model. A bad config or value raises and changes nothing."""
+        """Record an evaluation. NaN/inf values, values beyond MAX_ABS_VALUE and `error=` (a failed
+        evaluation) are kept in the history with their status but never shown to the model. A bad config or
+        value (or one the output transform cannot take) raises and changes nothing."""
         config = self.space.validate(config)
         if error is not None and value is not None:
             raise ValueError("tell() takes a value or error='...' (a failed evaluation), not both")
@@ -237,6 +242,9 @@ class BayesOpt:
             value = _check_value(value)
             check_value_for(self.output_transform, value)
             status = "ok" if math.isfinite(value) else "nonfinite"
+            if status == "ok" and abs(value) > MAX_ABS_VALUE:  # standardizing it would overflow
+                status, error = "out_of_range", (f"|value| = {abs(value):.3g} exceeds {MAX_ABS_VALUE:g}, the largest "
+                                                 "magnitude the models take; kept in the history, not modelled")
         pending = self._pending
         if pending is not None and self.space.encode(pending["config"]).tolist() == self.space.encode(config).tolist():
             record, self._pending = {k: v for k, v in pending.items() if k != "config"}, None
@@ -292,11 +300,26 @@ class BayesOpt:
                   sampler=SamplerSettings(**d["sampler"]), optimizer=optimizer,
                   design=d.get("design", "sobol"), output_transform=d.get("output_transform", "none"),
                   deterministic=d.get("deterministic", False))
-        opt.history = [dict(h, config=space.validate(h["config"])) for h in d["history"]]
-        opt._pending = d["pending"]
+        try:
+            opt.history = [_checked_record(space, h) for h in d["history"]]
+            if d["pending"] is not None:
+                opt._pending = dict(d["pending"], config=space.validate(d["pending"]["config"]))
+        except (ValueError, TypeError, KeyError) as exc:
+            raise ValueError(f"{path}: damaged history or pending evaluation: {exc}") from None
         if d["warm_start"] is not None:
             opt._warm = WarmStart(**_tree_from_json(d["warm_start"]))
         return opt
+
+
+def _checked_record(space: Space, h) -> dict:
+    """A saved history record, checked: a valid config, a known status, and a finite value where it is ok."""
+    if not isinstance(h, dict) or h.get("status") not in STATUSES:
+        raise ValueError(f"a record needs a status in {STATUSES}, got {h!r}")
+    if h["status"] == "ok":
+        value = _check_value(h.get("value"))
+        if not (math.isfinite(value) and abs(value) <= MAX_ABS_VALUE):
+            raise ValueError(f"an 'ok' record holds the value {h.get('value')!r}")
+    return dict(h, config=space.validate(h["config"]))
 
 
 def _tree_to_json(tree):

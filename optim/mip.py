@@ -266,8 +266,14 @@ def run_worker(problem: dict, timeout: float) -> dict:
         if proc.returncode != 0 or not os.path.exists(dst):
             tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
             return {"status": f"crashed: exit {proc.returncode} {tail[0][:200]}"}
-        with open(dst, "rb") as f:
-            return pickle.load(f)
+        try:
+            with open(dst, "rb") as f:
+                result = pickle.load(f)
+        except Exception as exc:  # a worker that exited 0 but left a damaged file is one more contained fault
+            return {"status": f"crashed: unreadable result ({type(exc).__name__})"}
+        if not isinstance(result, dict) or "status" not in result:
+            return {"status": "crashed: malformed result"}
+        return result
 
 
 def sobol_pool(space: Space, n: int, rng: np.random.Generator) -> np.ndarray:

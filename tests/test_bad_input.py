@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from optim import BayesOpt, minimize
+from tests.conftest import FAST_OPTIMIZER, FAST_SAMPLER
 from zoo import Categorical, Integer, Node, Real, Space
 
 
@@ -113,3 +114,53 @@ def test_load_with_an_unknown_optimizer_type_says_so(flat2, tmp_path):
     (tmp_path / "run.json").write_text(json.dumps(d))
     with pytest.raises(ValueError, match="'Nope'"):
         BayesOpt.load(tmp_path / "run.json")
+
+
+def test_a_space_without_parameters_is_refused():
+    with pytest.raises(ValueError, match="nothing to optimize"):
+        Space([])
+
+
+def test_an_overflowing_value_is_kept_but_never_modelled(flat2):
+    values = iter([1.0, 1e308, 2.0, 0.5, 3.0])
+    res = minimize(lambda c: next(values), flat2, "gp", budget=5, n_init=4, sampler=FAST_SAMPLER,
+                   optimizer=FAST_OPTIMIZER)
+    assert [h["status"] for h in res.history] == ["ok", "out_of_range", "ok", "ok", "ok"]
+    assert res.history[1]["value"] == 1e308 and "exceeds" in res.history[1]["error"]
+    assert res.history[-1]["source"] == "bo" and math.isfinite(res.history[-1]["acq_value"])
+    assert len(res.posterior.y) == 3  # the model saw only the ok values
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda d: d["history"][0].update(value="abc"), "damaged history"),
+    (lambda d: d["history"][0].pop("status"), "damaged history"),
+    (lambda d: d.update(pending={"config": {"x0": 7.0, "x1": 0.5}}), "damaged history or pending"),
+])
+def test_load_of_a_run_with_a_damaged_history_fails_at_load(flat2, tmp_path, damage, message):
+    opt = BayesOpt(flat2, "random", n_init=2)
+    for _ in range(2):
+        c = opt.ask()
+        opt.tell(c, 1.0)
+    opt.save(tmp_path / "run.json")
+    d = json.loads((tmp_path / "run.json").read_text())
+    damage(d)
+    (tmp_path / "run.json").write_text(json.dumps(d))
+    with pytest.raises(ValueError, match=message):
+        BayesOpt.load(tmp_path / "run.json")
+
+
+def test_a_scip_worker_that_leaves_a_damaged_result_is_a_contained_fault(monkeypatch, tmp_path):
+    """The worker exits 0 but its result file is not a pickle: the optimizer reports it and falls back."""
+    import subprocess
+
+    from optim import mip
+
+    class Done:
+        returncode, stderr = 0, b""
+
+    def fake_run(cmd, **kwargs):
+        with open(cmd[-1], "wb") as f:
+            f.write(b"not a pickle")
+        return Done()
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    assert mip.run_worker({"x": 1}, timeout=5.0) == {"status": "crashed: unreadable result (UnpicklingError)"}

@@ -279,6 +279,8 @@ class Space:
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"names must be unique across the whole space; repeated: {dup}")
+        if not names:
+            raise ValueError("a space needs at least one parameter or decision; there is nothing to optimize")
         self.names = names
         self.col = {n: i for i, n in enumerate(names)}
         self.kinds = np.array([c.kind for c in self.columns], dtype=np.int64)
