@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import time
 
@@ -69,8 +68,12 @@ def main(argv=None) -> int:
             parser.error("--deterministic needs a model (not random search) and a noiseless problem (--noise 0)")
         if args.n_init is not None and args.n_init > args.budget:
             parser.error(f"--n-init {args.n_init} exceeds --budget {args.budget}")
-        if args.save is not None and not os.path.isdir(os.path.dirname(os.path.abspath(args.save))):
-            parser.error(f"--save {args.save}: the folder {os.path.dirname(os.path.abspath(args.save))} does not exist")
+        if args.save is not None:
+            from optim.loop import check_save_folder
+            try:
+                check_save_folder(args.save)
+            except ValueError as exc:
+                parser.error(f"--save {exc}")
     from optim.bench.problems import PROBLEMS, get_problem
     from optim.registry import available
 

@@ -80,6 +80,13 @@ def initial_design(space: Space, n_init: int, seed: int, design: str = "sobol") 
     return space.sobol(n_init, seed=derive_seed(seed, 0, Stream.DESIGN), cover_paths=design == "paths")
 
 
+def check_save_folder(path) -> None:
+    """Refuse a save path whose folder does not exist (before any evaluation is spent)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ValueError(f"{path!s}: the folder {folder} does not exist")
+
+
 def _check_n_init(n_init) -> None:
     if n_init is not None and (not isinstance(n_init, (int, np.integer)) or isinstance(n_init, bool)):
         raise TypeError(f"n_init must be an integer, got {n_init!r}")
@@ -87,12 +94,13 @@ def _check_n_init(n_init) -> None:
 
 def _check_value(value) -> float:
     """A real scalar (Python, NumPy or a 0-d JAX / NumPy array) as a float; anything else is a TypeError."""
-    array_like = hasattr(value, "__array__") and not isinstance(value, (str, bytes))
-    if isinstance(value, (bool, np.bool_)) or not (isinstance(value, numbers.Real) or array_like):
+    if isinstance(value, (bool, np.bool_, str, bytes)) or not (isinstance(value, numbers.Real)
+                                                               or hasattr(value, "__array__")):
         raise TypeError(f"the objective value must be a real number, got {value!r}")
-    if array_like and not np.issubdtype(np.asarray(value).dtype, np.number) or np.asarray(value).dtype == bool:
+    arr = np.asarray(value)
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number):
         raise TypeError(f"the objective value must be a real number, got {value!r}")
-    arr = np.asarray(value, dtype=np.float64)
+    arr = arr.astype(np.float64)
     if arr.size != 1:
         raise TypeError(f"the objective value must be a scalar, got an array of shape {arr.shape}")
     return float(arr.reshape(()))
@@ -379,9 +387,8 @@ def minimize(objective: Callable[[dict], float], space: Space, surrogate="gp", b
         raise ValueError(f"n_init={n_init} exceeds budget={budget}: the initial design must fit in the budget")
     if n_init is None and isinstance(space, Space):
         n_init = min(BayesOpt.default_n_init(space), int(budget))
-    if checkpoint is not None and not os.path.isdir(os.path.dirname(os.path.abspath(checkpoint))):
-        raise ValueError(f"checkpoint {checkpoint!s}: the folder {os.path.dirname(os.path.abspath(checkpoint))} "
-                         "does not exist")
+    if checkpoint is not None:
+        check_save_folder(checkpoint)
     opt = BayesOpt(space, surrogate=surrogate, acquisition=acquisition, seed=seed, n_init=n_init, **settings)
     bar = None
     if progress:
