@@ -148,12 +148,13 @@ class AcquisitionFunction:
         self.n_evals += 1
         return np.asarray(out)[: len(candidates)]
 
-    def scores(self, X, batch: int = 1024) -> np.ndarray:
+    def scores(self, X, batch: int = 1024, dim: int | None = None) -> np.ndarray:
         """Values only (no gradients) in large fixed-size chunks: for optimizers that just compare many
-        points (Sobol pools, BARK's leaf-interval search), where the acquisition is piecewise constant."""
+        points (Sobol pools, path screening, BARK's leaf-interval search). `dim` is the dimension the
+        acquisition is told (UCB's beta), the row width by default."""
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
         fn = compiled("acq_values", _build_values_only, self.surrogate, self.acquisition, self.moments)
-        dim = np.float64(X.shape[1])
+        dim = np.float64(X.shape[1] if dim is None else dim)
         out = np.empty(X.shape[0])
         for start, m, chunk in padded_chunks(X, batch):
             out[start:start + m] = np.asarray(fn(self.prepared, chunk, *self._args, dim))[:m]

@@ -6,6 +6,11 @@ the best points of a scrambled Sobol pool, all starts in one batched L-BFGS-B pr
 categorical parameters are enumerated when their combinations are few, otherwise alternated with
 the numeric search (coordinate ascent over categories). Integers are rounded at the end and the
 rounded candidates re-scored, so the returned value is the acquisition at the returned point.
+
+A space with more than `max_paths` paths (a deep conditional space has hundreds) is screened first:
+every path gets a small Sobol pool, all pools are scored together in large value-only batches, and
+only the `max_paths` paths with the best pool points get the full search. The cost then grows with
+the number of paths only through the cheap screening pool.
 """
 
 from __future__ import annotations
@@ -29,9 +34,15 @@ class LBFGSConfig:
     maxiter: int = 100
     enum_limit: int = 4  # enumerate categorical combinations up to this many (each costs a pool + L-BFGS-B)
     alternations: int = 2  # rounds of categorical coordinate ascent otherwise
+    max_paths: int | None = 8  # paths given the full search; more are screened first (None: every path)
+    screen_raw: int = 128  # Sobol points per path in the screening pool
+
+    def __post_init__(self):
+        if self.max_paths is not None and (not isinstance(self.max_paths, int) or self.max_paths < 1):
+            raise ValueError(f"max_paths must be a positive integer or None, got {self.max_paths!r}")
 
 
-def _lbfgs(acqf, X0, cols, maxiter, dim):
+def lbfgs_polish(acqf, X0, cols, maxiter, dim):
     """Maximize acqf over X[:, cols] in [0,1] from every row of X0 at once (sum is separable)."""
     if len(cols) == 0:
         return X0
@@ -92,11 +103,11 @@ def optimize_region(acqf, space: Space, base: np.ndarray, free: np.ndarray, rng:
                             else rng.integers(0, space.n_choices[cat], size=(config.n_raw, len(cat))))
         v = acqf.values(pool, dim)
         starts = pool[np.argsort(-v)[: config.n_restarts]]
-        X = _lbfgs(acqf, starts, num, config.maxiter, dim)
+        X = lbfgs_polish(acqf, starts, num, config.maxiter, dim)
         if assignment is None:
             for _ in range(config.alternations):
                 X = _coordinate_ascent(acqf, X, cat, space.n_choices, dim)
-                X = _lbfgs(acqf, X, num, config.maxiter, dim)
+                X = lbfgs_polish(acqf, X, num, config.maxiter, dim)
         X = np.vstack([space.round_encoded(X), pool[:1]])
         v = acqf.values(X, dim)
         i = int(np.argmax(v))
@@ -105,9 +116,40 @@ def optimize_region(acqf, space: Space, base: np.ndarray, free: np.ndarray, rng:
     return best_x, best_v
 
 
+def _random_rows(space: Space, path: Path, n: int, rng: np.random.Generator) -> np.ndarray:
+    """n encoded rows on a path: Sobol numeric columns, uniform categories, everything else fixed."""
+    free = free_columns(space, path)
+    num = np.flatnonzero(free & (space.kinds != CATEGORICAL))
+    cat = np.flatnonzero(free & (space.kinds == CATEGORICAL))
+    rows = np.tile(space.path_row(path), (n, 1))
+    if len(num):
+        rows[:, num] = qmc.Sobol(len(num), scramble=True, rng=rng).random(n)
+    if len(cat):
+        rows[:, cat] = rng.integers(0, space.n_choices[cat], size=(n, len(cat)))
+    return space.round_encoded(rows)
+
+
+def screen_paths(acqf, space: Space, rng: np.random.Generator, config: LBFGSConfig) -> list[int]:
+    """Indices of the paths worth a full search: every path when there are at most `max_paths`, else the
+    `max_paths` whose best point in a `screen_raw` Sobol pool scores highest (pools scored together,
+    grouped by the dimension the acquisition is told)."""
+    n_paths = len(space.paths)
+    if config.max_paths is None or n_paths <= config.max_paths:
+        return list(range(n_paths))
+    dims = np.array([int(free_columns(space, p).sum()) for p in space.paths])
+    best = np.empty(n_paths)
+    for d in np.unique(dims):
+        members = np.flatnonzero(dims == d)
+        pool = np.concatenate([_random_rows(space, space.paths[k], config.screen_raw, rng) for k in members])
+        best[members] = acqf.scores(pool, dim=int(d)).reshape(len(members), config.screen_raw).max(axis=1)
+    return sorted(np.argsort(-best, kind="stable")[: config.max_paths].tolist())
+
+
 def optimize_acquisition(acqf, space: Space, rng: np.random.Generator, config: LBFGSConfig = LBFGSConfig()):
-    """The "lbfgs" optimizer: maximize an acquisition over every path of the space; return (encoded row,
-    value, path index). Needs nothing of the surrogate beyond its predictions."""
-    results = [optimize_path(acqf, space, p, rng, config) for p in space.paths]
+    """The "lbfgs" optimizer: maximize an acquisition over the paths of the space (the screened ones when
+    there are many); return (encoded row, value, path index). Needs nothing of the surrogate beyond its
+    predictions."""
+    paths = screen_paths(acqf, space, rng, config)
+    results = [optimize_path(acqf, space, space.paths[k], rng, config) for k in paths]
     i = int(np.argmax([v for _, v in results]))
-    return results[i][0], results[i][1], i
+    return results[i][0], results[i][1], paths[i]

@@ -9,7 +9,9 @@ and maximize the acquisition on the transformed scale and still minimize the ori
 - ``"log"``: log y; every value must be positive.
 - ``"yeo-johnson"``: the Yeo-Johnson power transform of the standardized values, lambda by maximum
   likelihood (Yeo & Johnson, 2000; scipy.stats.yeojohnson). Defined for any sign; lambda is refit
-  on every call, so the transformed scale follows the data.
+  on every call, so the transformed scale follows the data. Where the fitted power sends a value to
+  inf or collapses every value to one (an extreme lambda), or the fit fails, the standardized values are used untransformed: the
+  model never sees a non-finite value.
 """
 
 from __future__ import annotations
@@ -50,4 +52,9 @@ def transform_outputs(y, kind: str) -> np.ndarray:
     if y.size < 3 or scale == 0.0 or not np.isfinite(scale):
         return y
     z = (y - np.mean(y)) / scale
-    return np.asarray(stats.yeojohnson(z)[0], dtype=np.float64)
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = np.asarray(stats.yeojohnson(z)[0], dtype=np.float64)
+    except (ValueError, FloatingPointError, OverflowError):
+        return z
+    return out if np.all(np.isfinite(out)) and np.std(out) > 0 else z

@@ -28,6 +28,10 @@ def _never_called(config):
     (lambda: Node("r", choice="c", children={("a",): Node("a"), ("b",): Node("b")}), TypeError, "category values"),
     (lambda: Categorical("c", (math.nan, math.nan)), ValueError, "not a finite number"),
     (lambda: Categorical("c", "abc"), TypeError, "sequence of values"),
+    (lambda: Real("a", -1e308, 1e308), ValueError, "too wide"),  # high - low overflows
+    (lambda: Real("a", 1.0, 1.0 + 1e-15), ValueError, "too narrow"),
+    (lambda: Real("a", 8.6e-229, 8.600000000000001e-229, log=True), ValueError, "too narrow"),  # log span 0
+    (lambda: Integer("k", 0, 2**60), ValueError, "2\\*\\*53"),
 ])
 def test_a_space_that_cannot_be_saved_is_refused_at_construction(build, error, message):
     with pytest.raises(error, match=message):
@@ -164,3 +168,21 @@ def test_a_scip_worker_that_leaves_a_damaged_result_is_a_contained_fault(monkeyp
         return Done()
     monkeypatch.setattr(subprocess, "run", fake_run)
     assert mip.run_worker({"x": 1}, timeout=5.0) == {"status": "crashed: unreadable result (UnpicklingError)"}
+
+
+@pytest.mark.parametrize("fault", ["inf", "collapse", "raise"])
+def test_a_yeo_johnson_fit_that_breaks_falls_back_to_standardized_values(monkeypatch, fault):
+    """The model never sees a non-finite or constant transformed output: the standardized values are used."""
+    from scipy import stats
+
+    from optim.transforms import transform_outputs
+
+    def broken(z):
+        if fault == "raise":
+            raise ValueError("no lambda")
+        return (np.full_like(z, np.inf) if fault == "inf" else np.zeros_like(z)), -80.0
+    y = np.array([1.0, 2.0, 4.0, 1e6])
+    expected = (y - y.mean()) / y.std()
+    assert not np.allclose(transform_outputs(y, "yeo-johnson"), expected)  # the fitted transform, normally
+    monkeypatch.setattr(stats, "yeojohnson", broken)
+    np.testing.assert_array_equal(transform_outputs(y, "yeo-johnson"), expected)

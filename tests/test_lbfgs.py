@@ -24,6 +24,9 @@ class QuadraticAcq:
     def values(self, X, dim=None):
         return self(X)[0]
 
+    def scores(self, X, batch=1024, dim=None):
+        return self(X)[0]
+
 
 def test_finds_interior_maximum_of_flat_space():
     space = Space([Real("a", 0, 1), Real("b", 0, 1)])
@@ -68,3 +71,29 @@ def test_integers_are_rounded_and_value_is_at_the_returned_point():
     x, v, _ = optimize_acquisition(acq, space, np.random.default_rng(3), CONFIG)
     assert space.decode(x)["k"] == 3
     assert v == pytest.approx(acq.values(x[None])[0])
+
+
+@pytest.mark.parametrize("max_paths", [None, 3])
+def test_a_many_path_space_is_screened_and_still_finds_the_best_path(monkeypatch, max_paths):
+    """16 paths: with max_paths=3 only 3 get the full search, chosen by a shared Sobol screening pool."""
+    import optim.path_lbfgs as path_lbfgs
+    from optim.bench.runner import binary_tree_space
+
+    space = binary_tree_space(4)[0]  # 16 paths, 31 reals, 15 decisions
+    winner = space.paths[11]
+    cols = [space.col[n] for n in winner.decisions]
+    idx = np.array([space.columns[c].index(v) for c, v in zip(cols, winner.decisions.values())])
+    x_leaf = space.col[space.nodes[winner.leaf].params[0].name]
+    target = space.fill_row()
+    target[x_leaf] = 0.3
+    weights = np.zeros(space.dim)
+    weights[x_leaf] = 1.0
+    acq = QuadraticAcq(target, weights, lambda X: 1.0 * np.all(X[:, cols] == idx, axis=1))
+    searched = []
+    full_search = path_lbfgs.optimize_path
+    monkeypatch.setattr(path_lbfgs, "optimize_path", lambda a, s, p, r, c: searched.append(p.index) or full_search(a, s, p, r, c))
+    x, v, path = optimize_acquisition(acq, space, np.random.default_rng(4), LBFGSConfig(n_raw=64, n_restarts=4,
+                                                                                         max_paths=max_paths))
+    assert path == 11 and space.active_path(space.decode(x)).index == 11
+    assert v == pytest.approx(1.0, abs=1e-8) and v == pytest.approx(acq.values(x[None])[0])
+    assert len(searched) == (16 if max_paths is None else 3) and 11 in searched

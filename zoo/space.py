@@ -24,6 +24,7 @@ INACTIVE_NUMERIC = 0.5  # fill value of an inactive real/integer column (unit sc
 INACTIVE_CATEGORY = -1.0  # fill value of an inactive categorical column: a category of its own
 
 REAL, INTEGER, CATEGORICAL = 0, 1, 2
+RESOLVABLE = 1e-9  # smallest relative width of a Real's (log-)range: float64 then resolves ~4.5e6 values in it
 
 
 def _is_number(value) -> bool:
@@ -53,6 +54,14 @@ class Real:
         object.__setattr__(self, "log", bool(self.log))
         if self.log and self.low <= 0:
             raise ValueError(f"Real {self.name!r}: log scale needs low > 0, got {self.low!r}")
+        # the optimizers search the unit interval: the span must be finite and resolvable in float64
+        # (at least ~1e6 distinct values), else encode/decode cannot round-trip a value
+        lo, hi = (math.log(self.low), math.log(self.high)) if self.log else (self.low, self.high)
+        floor = 1.0 if self.log else 1e-291  # a log range near 1; a linear range of subnormal numbers
+        if not math.isfinite(hi - lo) or hi - lo < RESOLVABLE * max(floor, abs(lo), abs(hi)):
+            raise ValueError(f"Real {self.name!r}: the range [{self.low!r}, {self.high!r}] is "
+                             f"{'too wide' if not math.isfinite(hi - lo) else 'too narrow'} to search in double "
+                             "precision; rescale the parameter")
 
     def to_unit(self, value) -> float:
         if self.log:
@@ -95,6 +104,9 @@ class Integer:
         ok = all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in (self.low, self.high))
         if not ok or not self.low < self.high:
             raise ValueError(f"Integer {self.name!r}: need integers low < high, got {self.low!r}, {self.high!r}")
+        if self.high - self.low > 2**53:  # the encoding is a float64 on [0, 1]
+            raise ValueError(f"Integer {self.name!r}: at most 2**53 + 1 values can be encoded exactly, "
+                             f"got [{self.low}, {self.high}]")
         object.__setattr__(self, "low", int(self.low))
         object.__setattr__(self, "high", int(self.high))
 

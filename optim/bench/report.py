@@ -254,6 +254,21 @@ def timing_table(rows) -> str:
     return "\n".join(lines)
 
 
+def paths_table(rows) -> str:
+    """One row per optimizer setting: seconds of the first (cold) and later iterations, and the acquisition
+    value each iteration reached (the first iteration's posterior is the same for every setting)."""
+    lines = ["| paths | dims | n | paths searched in full | fit s: iteration 1, later (median) | acquisition s: "
+             "iteration 1, later (median) | acquisition value at iteration 1 |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        it = r["iterations"]
+        later = it[1:] or it
+        searched = "all (no screening)" if r["max_paths"] is None else f"{r['max_paths']} after screening"
+        lines.append(f"| {r['paths']} | {r['dim']} | {r['n']} | {searched} | {it[0]['fit_s']:.1f}, "
+                     f"{np.median([x['fit_s'] for x in later]):.1f} | {it[0]['acq_s']:.1f}, "
+                     f"{np.median([x['acq_s'] for x in later]):.1f} | {it[0]['acq_value']:.4f} |")
+    return "\n".join(lines)
+
+
 def compiles_table(d) -> str:
     return "\n".join([
         "| problem | BO iterations | n at start → end | XLA compilations, whole run | during BO iterations "
@@ -305,7 +320,7 @@ _BLOCK = re.compile(r"(<!-- treezoo-bench: (?P<args>.*?) -->\n)(?P<body>.*?)(<!-
 def render_block(args: str, base_dir: str) -> str:
     """The text of one block: `regret FILES --at B..`, `hits FILES --below L --at B..`,
     `wilcoxon FILES --reference M --at B`,
-    `periter FILES --at N..`, `regression FILE [--reference M]`, `regression-data FILE [--reference M]`, `timing FILE`, `compiles FILE`;
+    `periter FILES --at N..`, `regression FILE [--reference M]`, `regression-data FILE [--reference M]`, `timing FILE`, `compiles FILE`, `paths FILE`;
     FILES is a comma-separated list of results files."""
     argv = shlex.split(args)
     kind, paths = argv[0], [os.path.join(base_dir, p) for p in argv[1].split(",")]
@@ -341,6 +356,8 @@ def render_block(args: str, base_dir: str) -> str:
         return timing_table(data)
     if kind == "compiles":
         return compiles_table(data)
+    if kind == "paths":
+        return paths_table(data)
     raise ValueError(f"unknown block kind {kind!r}")
 
 

@@ -186,6 +186,51 @@ def timing_at_size(n: int, dim: int = 6, repeats: int = 3, seed: int = 0) -> dic
             "cold_fit_s": fits[0], "cold_acq_s": acqs[0], "date": datetime.date.today().isoformat()}
 
 
+def binary_tree_space(depth: int):
+    """A complete binary conditional space of the given depth with one real on every vertex (2**depth paths,
+    2**(depth+1) - 1 reals, 2**depth - 1 decisions), and a seeded objective: a bowl over the reals of the
+    path plus a per-leaf offset."""
+    from zoo import Node, Real, Space
+
+    counter = iter(range(1 << (depth + 2)))
+
+    def node(level):
+        k = next(counter)
+        params = (Real(f"x{k}", 0.0, 1.0),)
+        if level == depth:
+            return Node(f"v{k}", params)
+        return Node(f"v{k}", params, choice=f"d{k}", children={0: node(level + 1), 1: node(level + 1)})
+    space = Space(node(0))
+    rng = np.random.default_rng(depth)
+    centre = dict(zip(space.names, rng.uniform(0.2, 0.8, space.dim)))
+    offset = {p.leaf: float(v) for p, v in zip(space.paths, rng.uniform(0.0, 1.0, len(space.paths)))}
+
+    def f(config):
+        path = space.active_path(config)
+        return offset[path.leaf] + sum((v - centre[k]) ** 2 for k, v in config.items() if k.startswith("x"))
+    return space, f
+
+
+def paths_timing(depth: int, n: int, iterations: int, max_paths, seed: int = 0) -> dict:
+    """Seconds per BO iteration (fit, acquisition) and the acquisition value reached by the GP with the
+    per-path L-BFGS-B optimizer on a complete binary space, every path searched or only the screened ones."""
+    from optim.loop import BayesOpt
+    from optim.path_lbfgs import LBFGSConfig
+
+    space, f = binary_tree_space(depth)
+    opt = BayesOpt(space, "gp", seed=seed, n_init=n, optimizer=LBFGSConfig(max_paths=max_paths))
+    for config in space.sobol(n, seed=seed, cover_paths=True):
+        opt.tell(config, f(config))
+    rows = []
+    for _ in range(iterations):
+        c = opt.ask()
+        opt.tell(c, f(c))
+        h = opt.history[-1]
+        rows.append({"fit_s": h["fit_seconds"], "acq_s": h["acq_seconds"], "acq_value": h["acq_value"]})
+    return {"depth": depth, "paths": len(space.paths), "dim": space.dim, "n": n, "max_paths": max_paths,
+            "iterations": rows, "date": datetime.date.today().isoformat()}
+
+
 def regression_cell(model: str, problem_name: str, n: int, seed: int, n_test: int = 50, sampler=None) -> dict:
     """Test MSE of a surrogate's posterior-mean prediction from n random training points (000 Fig. 4):
     decisions are fair coin flips and parameters uniform (`Space.sample`), test points likewise."""
@@ -304,6 +349,13 @@ def cmd_timing(args) -> int:
         raise SystemExit("--dim must be >= 6 (Hartmann-6 plus inert dimensions)")
     rows = [timing_at_size(n, args.dim, args.repeats) for n in args.sizes]
     print(report.timing_table(rows))
+    _write_json(args.out, rows)
+    return 0
+
+
+def cmd_paths(args) -> int:
+    rows = [paths_timing(args.depth, args.n, args.iterations, None if m == 0 else m) for m in args.max_paths]
+    print(report.paths_table(rows))
     _write_json(args.out, rows)
     return 0
 
@@ -436,6 +488,13 @@ def main(argv=None) -> int:
     c.add_argument("--iterations", type=int, default=100)
     c.add_argument("--n-init", type=int, default=10)
     c.add_argument("--out", default=None)
+    pa = sub.add_parser("paths", help="acquisition cost on a deep conditional space: every path vs screened paths")
+    pa.add_argument("--depth", type=integer_at_least(1), default=6)
+    pa.add_argument("--n", type=integer_at_least(2), default=40, help="evaluations told before timing")
+    pa.add_argument("--iterations", type=integer_at_least(1), default=3)
+    pa.add_argument("--max-paths", nargs="+", type=integer_at_least(0), default=[0, 8],
+                    help="LBFGSConfig.max_paths settings to compare; 0 means every path")
+    pa.add_argument("--out", default=None)
     rg = sub.add_parser("regression", help="test MSE vs training size per surrogate (000 Fig. 4)")
     rg.add_argument("--problem", default="jenatton_small")
     rg.add_argument("--models", nargs="+", default=["addtree", "independent", "jenatton"])
@@ -466,7 +525,7 @@ def main(argv=None) -> int:
         missing = [f for f in args.files if not os.path.exists(f)]
         if missing:
             p.error(f"no such results file: {', '.join(missing)}")
-    commands = {"run": cmd_run, "table": cmd_table, "timing": cmd_timing, "compiles": cmd_compiles,
+    commands = {"run": cmd_run, "table": cmd_table, "timing": cmd_timing, "compiles": cmd_compiles, "paths": cmd_paths,
                 "regression": cmd_regression, "regression-data": cmd_regression_data, "render": cmd_render, "bark-updates": cmd_bark_updates}
     try:
         return commands[args.command](args)
