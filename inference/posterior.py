@@ -63,6 +63,18 @@ class Posterior:
         mean, var = _predict_fn(self.surrogate)(self.flat_samples(), self.data, Xq)
         return np.asarray(mean), np.asarray(var)
 
+    def conditioned_on(self, X, y) -> "Posterior":
+        """The same draws with the data replaced by (X, y): predictions then condition on every point, but
+        the hyperparameters and structure are still those drawn given the earlier data (and its
+        standardization). What a BO loop uses between MCMC refits (`SamplerSettings.refit_every`)."""
+        from zoo.data import bucket_size, make_data
+
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64).reshape(-1)
+        data = make_data(X, y, size=bucket_size(X.shape[0], steps=self.surrogate.bucket_steps),
+                         fill_row=self.surrogate.space.fill_row())
+        return Posterior(self.surrogate, data, X, y, self.samples, self.stats, self.move_stats, self.last_state)
+
     def log_likelihood(self) -> np.ndarray:
         """Pointwise log p(y_i | y_<i, theta) per sample, [C, S, n]; sums to the joint log-likelihood."""
         if "loglik" not in self._cache:

@@ -47,6 +47,14 @@ class SamplerSettings:
     num_samples: int = 16  # kept per chain; the acquisition averages over num_chains * num_samples
     thinning: int = 4
     max_tree_depth: int = 6
+    #: run MCMC on every k-th BO iteration only; in between, the last draws are conditioned on the new data
+    #: (`Posterior.conditioned_on`), as paper 002 relearns its structure every C = 15 iterations
+    refit_every: int = 1
+
+    def __post_init__(self):
+        if not isinstance(self.refit_every, (int, np.integer)) or isinstance(self.refit_every, bool) \
+                or self.refit_every < 1:
+            raise ValueError(f"refit_every must be an integer >= 1, got {self.refit_every!r}")
 
     @classmethod
     def for_surrogate(cls, surrogate) -> SamplerSettings:
@@ -159,6 +167,7 @@ class BayesOpt:
         self.history: list[dict] = []
         self.posterior: Posterior | None = None
         self._warm: WarmStart | None = None
+        self._since_fit = 0  # BO iterations since the last MCMC run (see SamplerSettings.refit_every)
         self._pending: dict | None = None
         self.design = design
         self._design = initial_design(space, self.n_init, self.seed, design)
@@ -216,10 +225,15 @@ class BayesOpt:
         y = transform_outputs([h["value"] for h in obs], self.output_transform)
         t0 = time.perf_counter()
         cold = self._warm is None
-        self.posterior = sample(
-            self.surrogate, X, y, derive_seed(self.seed, step, Stream.SAMPLER),
-            num_warmup=s.cold_warmup if cold else s.warm_warmup, num_samples=s.num_samples,
-            num_chains=s.num_chains, thinning=s.thinning, init=self._warm, max_tree_depth=s.max_tree_depth)
+        if not cold and self._since_fit + 1 < s.refit_every and self.posterior is not None:
+            self._since_fit += 1
+            self.posterior = self.posterior.conditioned_on(X, y)
+        else:
+            self._since_fit = 0
+            self.posterior = sample(
+                self.surrogate, X, y, derive_seed(self.seed, step, Stream.SAMPLER),
+                num_warmup=s.cold_warmup if cold else s.warm_warmup, num_samples=s.num_samples,
+                num_chains=s.num_chains, thinning=s.thinning, init=self._warm, max_tree_depth=s.max_tree_depth)
         self._warm = self.posterior.last_state
         t1 = time.perf_counter()
         acqf = AcquisitionFunction(self.posterior, self.acquisition, best=float(np.min(y)),

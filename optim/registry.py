@@ -12,11 +12,13 @@ from dataclasses import asdict, dataclass
 from typing import Callable
 
 from optim.conditional_search import addtree_ucb_search, two_step_search
+from optim.message_passing import MessagePassingConfig, optimize_message_passing
 from optim.mip import MIPConfig, optimize_mip
 from optim.path_lbfgs import LBFGSConfig, optimize_acquisition
+from zoo.additive import Additive
 from zoo.addtree import AddTree
 from zoo.bark import BARK
-from zoo.base import AdditiveComponents, ForestPosterior, PathPredictions, Surrogate, offers
+from zoo.base import AdditiveComponents, DependencyForest, ForestPosterior, PathPredictions, Surrogate, offers
 from zoo.gp import GP
 from zoo.jenatton import Jenatton
 from zoo.space import Space
@@ -24,7 +26,7 @@ from zoo.space import Space
 RANDOM = "random"  # random search: no model
 
 SURROGATES: dict[str, Callable[[Space], Surrogate]] = {
-    "gp": GP, "addtree": AddTree, "jenatton": Jenatton, "bark": BARK,
+    "gp": GP, "addtree": AddTree, "jenatton": Jenatton, "bark": BARK, "additive": Additive,
     "addtree_shared": lambda space: AddTree(space, share_like=True),  # + one term per group of like vertices
     "independent": lambda space: Jenatton(space, shared=False),  # independent leaf GPs (c fixed at 0)
 }
@@ -73,6 +75,8 @@ register_optimizer("lbfgs", optimize_acquisition, LBFGSConfig)
 register_optimizer("vertex_ucb", addtree_ucb_search, LBFGSConfig, requires=(AdditiveComponents,), acquisitions=("ucb",))
 register_optimizer("two_step", two_step_search, LBFGSConfig, requires=(PathPredictions,))
 register_optimizer("mip", optimize_mip, MIPConfig, requires=(ForestPosterior,), acquisitions=("ucb",))
+register_optimizer("message_passing", optimize_message_passing, MessagePassingConfig, requires=(DependencyForest,),
+                   acquisitions=("ucb",))
 
 
 def resolve_optimizer(surrogate: Surrogate, acquisition, optimizer=None) -> tuple[OptimizerEntry, object]:

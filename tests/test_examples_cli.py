@@ -13,7 +13,7 @@ from optim.bench import runner as bench
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-@pytest.mark.parametrize("name", ["quickstart.py", "inspect_posterior.py", "custom_surrogate.py"])
+@pytest.mark.parametrize("name", ["quickstart.py", "inspect_posterior.py", "custom_surrogate.py", "additive_forest.py"])
 def test_example_runs(name, monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("TREEZOO_EXAMPLES_FAST", "1")
     monkeypatch.setenv("TREEZOO_EXAMPLES_OUT", str(tmp_path))
@@ -23,6 +23,8 @@ def test_example_runs(name, monkeypatch, tmp_path, capsys):
         assert "Result(best_value=" in out and "regret" in out
     if name == "inspect_posterior.py":
         assert "r_hat" in out and (tmp_path / "gp_trace.png").stat().st_size > 1000
+    if name == "additive_forest.py":
+        assert "edge-inclusion probabilities" in out and (tmp_path / "additive_edges.png").stat().st_size > 1000
     if name == "custom_surrogate.py":
         assert "posterior inclusion probability" in out and "acceptance rate" in out
 

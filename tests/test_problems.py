@@ -160,3 +160,32 @@ def test_tree_function_optimum_is_a_lower_bound(name):
     assert min(values) > p.optimum - 1e-9
     assert p.space.dim == (20 if name.endswith("cat") else 10)
     assert get_problem(name).optimum == p.optimum  # fixed by the function seed
+
+
+def test_additive_gp_problems_expose_their_graph_and_their_terms_add_up():
+    from optim.bench.problems.additive import additive_function, structure_edges
+
+    star = get_problem("additive_star20")
+    assert len(star.info["edges"]) == 19 and all(0 in e for e in star.info["edges"])
+    assert len(get_problem("additive_grid25").info["edges"]) == 40
+    assert len(structure_edges("tree", 12, np.random.default_rng(0))) == 11
+    fn = additive_function("star", 20, 0)
+    grid = np.linspace(0, 1, 5)
+    pair, unary = fn.component_tables(grid)
+    idx = np.random.default_rng(1).integers(0, 5, 20)
+    by_terms = sum(pair[e][idx[a], idx[b]] for e, (a, b) in enumerate(fn.edges)) + sum(unary[v][idx[v]] for v in range(20))
+    assert by_terms == pytest.approx(fn(grid[idx][None])[0], abs=1e-9)
+    perm = get_problem("hartmann6_perm20")
+    x = {f"x{i}": 0.5 for i in range(20)}
+    for k, v in zip(perm.info["active"], [0.20169, 0.150011, 0.476874, 0.275332, 0.311652, 0.6573]):
+        x[f"x{k}"] = v
+    assert perm(x) == pytest.approx(perm.optimum, abs=1e-4)
+
+
+@pytest.mark.slow
+def test_stored_additive_optima_are_what_the_procedure_computes():
+    from optim.bench.problems.additive import compute_optimum
+    from optim.bench.problems.additive_optima import OPTIMA
+
+    for kind, dim in (("star", 20), ("grid", 25)):  # a forest (max-sum) and a graph with cycles (ICM)
+        assert compute_optimum(kind, dim, 0) == pytest.approx(OPTIMA[f"{kind}{dim}/0"], abs=1e-9)

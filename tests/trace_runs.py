@@ -13,6 +13,7 @@ import pathlib
 
 from optim import SamplerSettings, minimize
 from optim.bench import get_problem
+from optim.message_passing import MessagePassingConfig
 from optim.mip import MIPConfig
 from tests.conftest import FAST_OPTIMIZER, FAST_SAMPLER
 from zoo import Categorical, Integer, Real, Space
@@ -27,12 +28,22 @@ def mixed_objective(c):
     return (c["a"] - 0.3) ** 2 + 0.1 * c["k"] + (0.0 if c["c"] == "y" else 0.5)
 
 
+FLAT6 = Space([Real(f"x{i}", 0.0, 1.0) for i in range(6)])
+
+
+def additive_objective(c):
+    """A cheap additive function on [0, 1]^6: 2-D parts on (x0, x1) and (x2, x3), a 1-D part on x4."""
+    x = [c[f"x{i}"] for i in range(6)]
+    return (x[0] - 0.3) ** 2 + 2 * (x[0] - x[1]) ** 2 + (x[2] - 0.7) ** 2 + (x[2] + x[3] - 1.2) ** 2 + 0.5 * (x[4] - 0.5) ** 2
+
+
 FAST = {"sampler": FAST_SAMPLER, "optimizer": FAST_OPTIMIZER}
+FAST_MESSAGE_PASSING = MessagePassingConfig(structures=2, repeats=1, n_raw=64, n_polish=2, maxiter=30)
 
 N_INIT, SEED = 5, 0
 COLD, WARM = N_INIT + 1, N_INIT + 2  # budgets: one BO step (the cold fit), or two (and a warm-started fit)
 
-#: name -> (problem or None for MIXED, surrogate name, minimize settings, budget). The warm-started fit is
+#: name -> (problem name, or the (objective, space) pair, surrogate name, minimize settings, budget). The warm-started fit is
 #: pinned for the GP and BARK (the two sampler kernels); the tree models' runs stop after their cold fit,
 #: which keeps the default suite within its time (each warm fit is one more compiled sampler run).
 RUNS = {
@@ -44,7 +55,9 @@ RUNS = {
     "independent": ("jenatton_small", "independent", FAST, COLD),
     "random": ("jenatton_small", "random", {}, WARM),
     # SCIP with no time: its point is the warm start's leaf box, so the run does not depend on the clock
-    "bark": (None, "bark", {"optimizer": MIPConfig(time_limit=0.0, n_pool=64, max_sweeps=2),
+    "additive": ((additive_objective, FLAT6), "additive", {"sampler": FAST_SAMPLER, "optimizer": FAST_MESSAGE_PASSING},
+                 COLD),
+    "bark": ((mixed_objective, MIXED), "bark", {"optimizer": MIPConfig(time_limit=0.0, n_pool=64, max_sweeps=2),
                             "sampler": SamplerSettings(num_chains=2, cold_warmup=40, warm_warmup=0, num_samples=2,
                                                        thinning=5)}, WARM),
 }
@@ -53,8 +66,8 @@ RUNS = {
 def run(name: str) -> list[dict]:
     """The history of one run."""
     problem, surrogate, settings, budget = RUNS[name]
-    if problem is None:
-        objective, space = mixed_objective, MIXED
+    if isinstance(problem, tuple):
+        objective, space = problem
     else:
         p = get_problem(problem)
         objective, space = p, p.space

@@ -8,7 +8,7 @@ naming, summaries of discrete structure).
 
 What a surrogate offers beyond that is declared by subclassing a capability class
 (`AdditiveComponents`, `PathPredictions`, `StructureMoves`, `ForestPosterior`, `CoordinateMoments`,
-`NoiselessForm`). Optimizers and the loop ask `offers(surrogate, Capability)`; a surrogate whose
+`DependencyForest`, `NoiselessForm`). Optimizers and the loop ask `offers(surrogate, Capability)`; a surrogate whose
 capability depends on how it was built (Add-Tree with interaction terms is not additive) says so in
 `Surrogate.offers`. Nothing is sniffed with `getattr`; nothing outside a model reads its prepared arrays
 except through a capability's declared method.
@@ -206,6 +206,20 @@ class CoordinateMoments:
         raise NotImplementedError
 
 
+class DependencyForest:
+    """Each posterior sample's latent function is a sum of 1-D and 2-D components over a forest on the
+    encoded columns (Han et al.; 002 Eq. 1-3), for max-sum message passing on that forest."""
+
+    def dependency_graphs(self, prepared: Prepared):
+        """Adjacency [S, D, D] (bool) of every prepared sample's forest."""
+        raise NotImplementedError
+
+    def component_moments(self, prepared: Prepared, sample, a, b, pair, grid_a, grid_b):
+        """Mean and variance [C, R, R] of components (a_c, b_c) (1-D where pair_c is False) of one sample at
+        the grid points (grid_a[c, r], grid_b[c, q]); user scale, without the constant mean."""
+        raise NotImplementedError
+
+
 class NoiselessForm:
     """Has a LogNormal prior on the noise variance (attribute `noise_prior`, a (loc, scale) tuple) that
     `noiseless()` moves near zero for a deterministic objective."""
@@ -220,4 +234,4 @@ class NoiselessForm:
 
 
 CAPABILITIES = (AdditiveComponents, PathPredictions, StructureMoves, ForestPosterior, CoordinateMoments,
-                NoiselessForm)
+                DependencyForest, NoiselessForm)

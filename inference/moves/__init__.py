@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Callable, NamedTuple
 
 from inference.moves.binary import flip_one_bit
+from inference.moves.graphs import graph_sweep, prior_graph_sweep
 from inference.moves.noise import noise_walk
 from inference.moves.tree_moves import forest_sweep, tree_sweep
 
@@ -28,7 +29,8 @@ class Move(NamedTuple):
 
 
 MOVES: dict[str, Move] = {"binary": Move(flip_one_bit), "forest": Move(forest_sweep, needs_context=True),
-                          "noise": Move(noise_walk, needs_context=True)}
+                          "noise": Move(noise_walk, needs_context=True), "graph": Move(graph_sweep),
+                          "graph_prior": Move(prior_graph_sweep, needs_context=True)}
 
 
 def register_move(family: str, update: Callable, needs_context: bool = False) -> None:
@@ -38,4 +40,4 @@ def register_move(family: str, update: Callable, needs_context: bool = False) ->
     MOVES[family] = Move(update, bool(needs_context))
 
 
-__all__ = ["MOVES", "Move", "register_move", "flip_one_bit", "forest_sweep", "tree_sweep", "noise_walk"]
+__all__ = ["MOVES", "Move", "register_move", "flip_one_bit", "graph_sweep", "prior_graph_sweep", "forest_sweep", "tree_sweep", "noise_walk"]

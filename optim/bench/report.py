@@ -269,6 +269,57 @@ def paths_table(rows) -> str:
     return "\n".join(lines)
 
 
+def graph_f1(edges, truth) -> float:
+    """F1 score of an estimated edge set against the true one (002 Eq. 8); 1 when both are empty."""
+    est, true = {tuple(sorted(e)) for e in edges}, {tuple(sorted(e)) for e in truth}
+    hits = len(est & true)
+    if not est and not true:
+        return 1.0
+    precision = hits / len(est) if est else 0.0
+    recall = hits / len(true) if true else 0.0
+    return 0.0 if hits == 0 else 2 * precision * recall / (precision + recall)
+
+
+def f1_table(records, at) -> str:
+    """Median [q25, q75] F1 of the posterior-median graph against the problem's true graph, by evaluation."""
+    from optim.bench.problems import get_problem
+
+    lines = ["| problem | method | seeds | " + " | ".join(f"F1 @{b}: median [q25, q75]" for b in at) + " |",
+             "|---|" * (3 + len(at)) + ""]
+    lines[1] = "|" + "---|" * (3 + len(at))
+    groups = {}
+    for r in records:
+        if r.get("status") == "ok" and r.get("optimizer_info"):
+            groups.setdefault((r["problem"], r["method"]), []).append(r)
+    for (problem, method), rs in sorted(groups.items()):
+        truth = get_problem(problem).info.get("edges")
+        if truth is None:
+            continue
+        cells = []
+        for b in at:
+            scores = []
+            for r in rs:
+                infos = [i for i in r["optimizer_info"][:b] if i and "median_graph" in i]
+                if infos:
+                    scores.append(graph_f1(infos[-1]["median_graph"], truth))
+            cells.append(f"{np.median(scores):.2f} [{np.quantile(scores, 0.25):.2f}, {np.quantile(scores, 0.75):.2f}]"
+                         if scores else "")
+        lines.append(f"| {problem} | {method} | {len(rs)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def scaling_table(rows) -> str:
+    """Seconds per BO iteration: a warm MCMC refit, an iteration between refits, the acquisition, and the
+    average per iteration (refit / k + between (k - 1) / k + acquisition, MCMC every k iterations)."""
+    lines = ["| surrogate | D | n | MCMC every | warm refit s | between refits s | acquisition s | per iteration s (average) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        between = "" if r["between_s"] is None else f"{r['between_s']:.2f}"
+        lines.append(f"| {r['surrogate']} | {r['dim']} | {r['n']} | {r['refit_every']} | {r['refit_s']:.1f} | {between} | "
+                     f"{r['acq_s']:.2f} | {r['per_iteration_s']:.1f} |")
+    return "\n".join(lines)
+
+
 def compiles_table(d) -> str:
     return "\n".join([
         "| problem | BO iterations | n at start → end | XLA compilations, whole run | during BO iterations "
@@ -320,7 +371,7 @@ _BLOCK = re.compile(r"(<!-- treezoo-bench: (?P<args>.*?) -->\n)(?P<body>.*?)(<!-
 def render_block(args: str, base_dir: str) -> str:
     """The text of one block: `regret FILES --at B..`, `hits FILES --below L --at B..`,
     `wilcoxon FILES --reference M --at B`,
-    `periter FILES --at N..`, `regression FILE [--reference M]`, `regression-data FILE [--reference M]`, `timing FILE`, `compiles FILE`, `paths FILE`;
+    `periter FILES --at N..`, `regression FILE [--reference M]`, `regression-data FILE [--reference M]`, `timing FILE`, `compiles FILE`, `paths FILE`, `scaling FILE`, `f1 FILES --at B..`;
     FILES is a comma-separated list of results files."""
     argv = shlex.split(args)
     kind, paths = argv[0], [os.path.join(base_dir, p) for p in argv[1].split(",")]
@@ -332,7 +383,7 @@ def render_block(args: str, base_dir: str) -> str:
             opts[key] = []
         else:
             opts[key].append(a)
-    data = ([r for p in paths for r in load_records(p)] if kind in ("regret", "hits", "wilcoxon", "periter", "mip")
+    data = ([r for p in paths for r in load_records(p)] if kind in ("regret", "hits", "wilcoxon", "periter", "mip", "f1")
             else load_records(paths[0]))
     if "problems" in opts and kind not in ("regression", "regression-data"):
         data = [r for r in data if r.get("problem") in opts["problems"]]
@@ -358,6 +409,10 @@ def render_block(args: str, base_dir: str) -> str:
         return compiles_table(data)
     if kind == "paths":
         return paths_table(data)
+    if kind == "scaling":
+        return scaling_table(data)
+    if kind == "f1":
+        return f1_table(data, [int(b) for b in opts.get("at", ["50"])])
     raise ValueError(f"unknown block kind {kind!r}")
 
 

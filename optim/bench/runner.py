@@ -42,10 +42,19 @@ def _versions(extra=()) -> dict:
     return out
 
 
+def _additive_prior_graph(space):
+    from zoo.additive import Additive
+    return Additive(space, graph="prior")
+
+
+#: ablations run by the benchmarks, not registered in the library
+ABLATIONS = {"additive_random": _additive_prior_graph}  # forests from the prior, ignoring the data (RDUCB-like)
+
+
 def methods_available() -> list[str]:
     from optim.bench.peers import PEERS
     from optim.registry import available
-    return available() + sorted(PEERS)
+    return available() + sorted(ABLATIONS) + sorted(PEERS)
 
 
 def split_method(method: str) -> tuple[str, str | None, str, bool]:
@@ -78,6 +87,8 @@ def run_cell(method: str, problem_name: str, seed: int, budget: int, n_init: int
             history = peer.run(problem, budget, seed, initial_design(problem.space, n_init, seed, design))
         else:
             surrogate, acquisition, transform, deterministic = split_method(method)
+            if surrogate in ABLATIONS:
+                surrogate = ABLATIONS[surrogate](problem.space)
             history = minimize(problem, problem.space, surrogate=surrogate, budget=budget, seed=seed,
                                n_init=n_init, acquisition=acquisition, design=design,
                                output_transform=transform, deterministic=deterministic).history
@@ -231,6 +242,39 @@ def paths_timing(depth: int, n: int, iterations: int, max_paths, seed: int = 0) 
             "iterations": rows, "date": datetime.date.today().isoformat()}
 
 
+def scaling_cell(surrogate: str, n: int, dim: int, seed: int = 0, cold_warmup: int = 20) -> dict:
+    """Seconds of one BO iteration of `surrogate` at data size n and dimension `dim` (additive GP tree
+    function): a warm MCMC refit (the second one: the first compiles), an iteration between refits
+    (draws conditioned on the new data) and the acquisition. The cold fit that starts the chains uses
+    only `cold_warmup` sweeps: it is not what is measured."""
+    import dataclasses
+
+    from optim.bench.problems.additive import additive_gp
+    from optim.loop import BayesOpt, SamplerSettings
+    from optim.registry import make_surrogate
+
+    problem = additive_gp("tree", dim)
+    settings = dataclasses.replace(SamplerSettings.for_surrogate(make_surrogate(surrogate, problem.space)),
+                                   cold_warmup=cold_warmup)
+    opt = BayesOpt(problem.space, surrogate, seed=seed, n_init=n, sampler=settings)
+    for config in problem.space.sobol(n, seed=seed):
+        opt.tell(config, problem(config))
+    rows = []
+    for _ in range(2 * settings.refit_every + 1):
+        c = opt.ask()
+        opt.tell(c, problem(c))
+        h = opt.history[-1]
+        rows.append((h["fit_seconds"], h["acq_seconds"]))
+    refit = rows[2 * settings.refit_every][0] if settings.refit_every > 1 else rows[-1][0]
+    between = [f for f, _ in rows[1:settings.refit_every]]
+    acq = float(np.median([a for _, a in rows[1:]]))
+    return {"surrogate": surrogate, "n": n, "dim": dim, "refit_every": settings.refit_every, "refit_s": refit,
+            "between_s": float(np.median(between)) if between else None, "acq_s": acq,
+            "per_iteration_s": refit / settings.refit_every + (float(np.median(between)) if between else 0.0)
+            * (settings.refit_every - 1) / settings.refit_every + acq,
+            "date": datetime.date.today().isoformat()}
+
+
 def regression_cell(model: str, problem_name: str, n: int, seed: int, n_test: int = 50, sampler=None) -> dict:
     """Test MSE of a surrogate's posterior-mean prediction from n random training points (000 Fig. 4):
     decisions are fair coin flips and parameters uniform (`Space.sample`), test points likewise."""
@@ -356,6 +400,13 @@ def cmd_timing(args) -> int:
 def cmd_paths(args) -> int:
     rows = [paths_timing(args.depth, args.n, args.iterations, None if m == 0 else m) for m in args.max_paths]
     print(report.paths_table(rows))
+    _write_json(args.out, rows)
+    return 0
+
+
+def cmd_scaling(args) -> int:
+    rows = [scaling_cell(args.surrogate, n, d) for d in args.dims for n in args.sizes]
+    print(report.scaling_table(rows))
     _write_json(args.out, rows)
     return 0
 
@@ -495,6 +546,11 @@ def main(argv=None) -> int:
     pa.add_argument("--max-paths", nargs="+", type=integer_at_least(0), default=[0, 8],
                     help="LBFGSConfig.max_paths settings to compare; 0 means every path")
     pa.add_argument("--out", default=None)
+    sc = sub.add_parser("scaling", help="seconds per BO iteration vs data size and dimension (high-dimensional models)")
+    sc.add_argument("--surrogate", default="additive")
+    sc.add_argument("--sizes", nargs="+", type=integer_at_least(2), default=[50, 100, 200])
+    sc.add_argument("--dims", nargs="+", type=integer_at_least(2), default=[20, 50])
+    sc.add_argument("--out", default=None)
     rg = sub.add_parser("regression", help="test MSE vs training size per surrogate (000 Fig. 4)")
     rg.add_argument("--problem", default="jenatton_small")
     rg.add_argument("--models", nargs="+", default=["addtree", "independent", "jenatton"])
@@ -525,7 +581,7 @@ def main(argv=None) -> int:
         missing = [f for f in args.files if not os.path.exists(f)]
         if missing:
             p.error(f"no such results file: {', '.join(missing)}")
-    commands = {"run": cmd_run, "table": cmd_table, "timing": cmd_timing, "compiles": cmd_compiles, "paths": cmd_paths,
+    commands = {"run": cmd_run, "table": cmd_table, "timing": cmd_timing, "compiles": cmd_compiles, "paths": cmd_paths, "scaling": cmd_scaling,
                 "regression": cmd_regression, "regression-data": cmd_regression_data, "render": cmd_render, "bark-updates": cmd_bark_updates}
     try:
         return commands[args.command](args)

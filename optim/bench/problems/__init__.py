@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from optim.bench.problems.additive import additive_gp, hartmann6_permuted
 from optim.bench.problems.base import Problem
 from optim.bench.problems.jenatton import jenatton_large, jenatton_small
 from optim.bench.problems.mixed import discrete_ackley, discrete_rosenbrock, pest_control, tree_function
@@ -30,6 +31,16 @@ PROBLEMS = {
     "discrete_ackley": discrete_ackley,
     "discrete_rosenbrock": discrete_rosenbrock,
     "pest_control": pest_control,
+    # high-dimensional, additive (002)
+    "additive_star20": partial(additive_gp, "star", 20),
+    "additive_tree50": partial(additive_gp, "tree", 50),
+    "additive_grid25": partial(additive_gp, "grid", 25),
+    "additive_partition12": partial(additive_gp, "partition", 12),
+    "additive_path100": partial(additive_gp, "path", 100),
+    "styblinski_tang20": partial(styblinski_tang, dim=20),
+    "styblinski_tang50": partial(styblinski_tang, dim=50),
+    "styblinski_tang100": partial(styblinski_tang, dim=100),
+    "hartmann6_perm20": partial(hartmann6_permuted, extra_dims=14),
 }
 
 
@@ -42,4 +53,5 @@ def get_problem(name: str, noise_std: float = 0.0, seed: int = 0) -> Problem:
 
 __all__ = ["Problem", "PROBLEMS", "get_problem", "jenatton_small", "jenatton_large", "exp2d",
            "hartmann6", "styblinski_tang",
-           "mlp_tuning", "compression", "tree_function", "discrete_ackley", "discrete_rosenbrock", "pest_control"]
+           "mlp_tuning", "compression", "tree_function", "discrete_ackley", "discrete_rosenbrock", "pest_control",
+           "additive_gp", "hartmann6_permuted"]

@@ -20,6 +20,7 @@ class Problem:
     optimum: float | None = None  # best reachable value, for regret
     noise_std: float = 0.0
     seed: int = 0
+    info: dict = field(default_factory=dict)  # problem facts a benchmark may check against (a true graph)
     _rng: np.random.Generator = field(init=False, repr=False)
 
     def __post_init__(self):

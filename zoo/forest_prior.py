@@ -1,0 +1,182 @@
+"""A prior over forests on D labelled vertices: independent edge inclusion with probability gamma,
+restricted to acyclic graphs (Han et al. 2021, 002 Sec. 3.2, Eq. 6 with the tree constraint).
+
+A forest is stored as a symmetric boolean adjacency matrix [D, D] with a false diagonal, the encoding
+that is unique per graph. P(Z) = gamma^|E| (1 - gamma)^(M - |E|) / C for every forest Z, with M = D(D-1)/2
+pairs and C the total weight of all forests. C and the exact law of the number of edges come from a
+count of labelled forests by edges: the tree holding the first vertex has s vertices (C(n-1, s-1) ways
+to choose them, s^(s-2) labelled trees on them, Cayley), and the rest is a forest on n - s vertices.
+Sampling follows the same recursion, with a uniform labelled tree drawn from a random Pruefer sequence.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro.distributions as dist
+from numpyro.distributions import constraints
+
+
+@functools.lru_cache(maxsize=None)
+def forest_counts(n: int) -> tuple:
+    """counts[m][e]: the number of labelled forests on m <= n vertices with e edges (exact integers)."""
+    counts = [[1]]  # the empty forest
+    for m in range(1, n + 1):
+        row = [0] * m
+        for s in range(1, m + 1):
+            trees = math.comb(m - 1, s - 1) * (s ** (s - 2) if s >= 2 else 1)
+            for e, c in enumerate(counts[m - s]):
+                if c:
+                    row[e + s - 1] += trees * c
+        counts.append(row)
+    return tuple(tuple(r) for r in counts)
+
+
+def _log(c: int) -> float:
+    return math.log(c) if c > 0 else -math.inf
+
+
+def edge_count_log_probs(n: int, gamma: float) -> np.ndarray:
+    """log P(|E| = e), e = 0..n-1, under the forest prior: proportional to count(n, e) * (gamma / (1 - gamma))^e."""
+    log_r = math.log(gamma) - math.log1p(-gamma)
+    w = np.array([_log(c) + e * log_r for e, c in enumerate(forest_counts(n)[n])])
+    return w - np.logaddexp.reduce(w)
+
+
+def _log_weight(m: int, log_r: float) -> float:
+    """log of the total weight sum_e count(m, e) r^e of forests on m vertices."""
+    return float(np.logaddexp.reduce([_log(c) + e * log_r for e, c in enumerate(forest_counts(m)[m])]))
+
+
+def _pruefer_tree(vertices: list, rng: np.random.Generator) -> list:
+    """Edges of a uniformly random labelled tree on `vertices` (a random Pruefer sequence decoded)."""
+    s = len(vertices)
+    if s == 1:
+        return []
+    if s == 2:
+        return [(vertices[0], vertices[1])]
+    seq = list(rng.integers(0, s, size=s - 2))
+    degree = [1] * s
+    for v in seq:
+        degree[v] += 1
+    edges = []
+    for v in seq:
+        leaf = min(i for i in range(s) if degree[i] == 1)
+        edges.append((vertices[leaf], vertices[v]))
+        degree[leaf] -= 1
+        degree[v] -= 1
+    u, w = [i for i in range(s) if degree[i] == 1]
+    edges.append((vertices[u], vertices[w]))
+    return edges
+
+
+def sample_forest(n: int, gamma: float, rng: np.random.Generator) -> np.ndarray:
+    """One exact draw [n, n] bool from the forest prior."""
+    log_r = math.log(gamma) - math.log1p(-gamma)
+    Z = np.zeros((n, n), dtype=bool)
+    remaining = list(range(n))
+    while remaining:
+        m = len(remaining)
+        # size s of the tree holding remaining[0]: C(m-1, s-1) s^(s-2) r^(s-1) W(m - s)
+        logw = np.array([math.log(math.comb(m - 1, s - 1)) + (s - 2) * math.log(s) * (s >= 2) + (s - 1) * log_r
+                         + _log_weight(m - s, log_r) for s in range(1, m + 1)])
+        s = 1 + int(rng.choice(m, p=np.exp(logw - np.logaddexp.reduce(logw))))
+        others = list(rng.choice(remaining[1:], size=s - 1, replace=False)) if s > 1 else []
+        tree = [remaining[0]] + [int(v) for v in others]
+        for a, b in _pruefer_tree(tree, rng):
+            Z[a, b] = Z[b, a] = True
+        remaining = [v for v in remaining if v not in set(tree)]
+    return Z
+
+
+def component_labels(Z):
+    """Label [D] of each vertex's connected component (its smallest vertex), by min-propagation (jittable)."""
+    D = Z.shape[-1]
+    big = jnp.int32(D)
+
+    def body(state):
+        labels, _ = state
+        neighbour_min = jnp.min(jnp.where(Z, labels[None, :], big), axis=1)
+        new = jnp.minimum(labels, neighbour_min)
+        return new, jnp.any(new != labels)
+
+    labels, _ = jax.lax.while_loop(lambda s: s[1], body, (jnp.arange(D, dtype=jnp.int32), jnp.array(True)))
+    return labels
+
+
+def is_forest(Z) -> jax.Array:
+    """Whether a symmetric adjacency with a false diagonal is acyclic: edges = D - components (jittable)."""
+    D = Z.shape[-1]
+    labels = component_labels(Z)
+    n_components = jnp.sum(labels == jnp.arange(D))
+    return jnp.sum(jnp.triu(Z, 1)) == D - n_components
+
+
+class _ForestConstraint(constraints.Constraint):
+    """Symmetric boolean adjacency matrices with a false diagonal and no cycle."""
+
+    event_dim = 2
+    is_discrete = True
+
+    def __call__(self, Z):
+        Z = jnp.asarray(Z).astype(bool)
+        symmetric = jnp.all(Z == jnp.swapaxes(Z, -1, -2), axis=(-1, -2))
+        no_loops = ~jnp.any(jnp.diagonal(Z, axis1=-2, axis2=-1), axis=-1)
+        acyclic = jnp.vectorize(is_forest, signature="(d,d)->()")(Z)
+        return symmetric & no_loops & acyclic
+
+    def feasible_like(self, prototype):
+        return jnp.zeros_like(prototype, dtype=bool)
+
+
+forests = _ForestConstraint()
+
+
+class ForestPrior(dist.Distribution):
+    """Independent edges with probability `gamma` on D vertices, conditioned on the graph being a forest.
+
+    `log_prob(Z)` is the normalized log-probability of a forest (-inf elsewhere); `sample(key)` draws
+    exactly (NumPy, seeded from the key: not traceable under jit, as the samplers never need it there).
+    """
+
+    support = forests
+    arg_constraints = {}
+    has_enumerate_support = False
+
+    def __init__(self, num_vertices: int, gamma: float = 0.5, *, validate_args=None):
+        if not (isinstance(num_vertices, (int, np.integer)) and num_vertices >= 1):
+            raise ValueError(f"num_vertices must be a positive integer, got {num_vertices!r}")
+        if not 0.0 < float(gamma) < 1.0:
+            raise ValueError(f"gamma must be in (0, 1), got {gamma!r}")
+        self.num_vertices, self.gamma = int(num_vertices), float(gamma)
+        n = self.num_vertices
+        pairs = n * (n - 1) // 2
+        log_r = math.log(self.gamma) - math.log1p(-self.gamma)
+        self.log_normalizer = pairs * math.log1p(-self.gamma) + _log_weight(n, log_r)
+        super().__init__(batch_shape=(), event_shape=(n, n), validate_args=validate_args)
+
+    def log_prob(self, value):
+        Z = jnp.asarray(value).astype(bool)
+        edges = jnp.sum(jnp.triu(Z, 1), axis=(-1, -2))
+        pairs = self.num_vertices * (self.num_vertices - 1) // 2
+        lp = edges * math.log(self.gamma) + (pairs - edges) * math.log1p(-self.gamma) - self.log_normalizer
+        return jnp.where(forests(Z), lp, -jnp.inf)
+
+    def sample(self, key, sample_shape=()):
+        seed = np.asarray(jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key)
+        rng = np.random.default_rng(seed.astype(np.uint32).ravel().tolist())
+        count = int(np.prod(sample_shape)) if sample_shape else 1
+        draws = np.stack([sample_forest(self.num_vertices, self.gamma, rng) for _ in range(count)])
+        return jnp.asarray(draws.reshape(tuple(sample_shape) + self.event_shape))
+
+    def edge_count_log_probs(self) -> np.ndarray:
+        """Exact log P(|E| = e), e = 0..D-1."""
+        return edge_count_log_probs(self.num_vertices, self.gamma)
+
+
+__all__ = ["ForestPrior", "component_labels", "edge_count_log_probs", "forest_counts", "is_forest",
+           "sample_forest"]
