@@ -186,3 +186,10 @@ def test_a_yeo_johnson_fit_that_breaks_falls_back_to_standardized_values(monkeyp
     assert not np.allclose(transform_outputs(y, "yeo-johnson"), expected)  # the fitted transform, normally
     monkeypatch.setattr(stats, "yeojohnson", broken)
     np.testing.assert_array_equal(transform_outputs(y, "yeo-johnson"), expected)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True, "5"])
+def test_refit_every_must_be_a_positive_integer(bad):
+    from optim import SamplerSettings
+    with pytest.raises(ValueError, match="refit_every"):
+        SamplerSettings(refit_every=bad)

@@ -3,8 +3,10 @@
 
 Generative model (standardized y):
 
-- ``graph`` ~ ForestPrior(D, gamma): a forest over the D inputs (zoo.forest_prior; 002 Sec. 3.2,
-  Eq. 6 restricted to forests). Discrete; moved by inference.moves.graphs.
+- ``graph`` ~ ForestPrior(D, gamma): a forest over the D inputs (zoo.forest_prior). By default the
+  number of edges is uniform and the forest uniform given it (ours: under the paper's independent
+  edges with gamma = 1/2, 002 Sec. 3.2, nearly all prior mass is on spanning trees; `gamma=0.5` gives
+  that prior). Discrete; moved by inference.moves.graphs.
 - ``lengthscale`` [D] and ``scale`` [D]: per-dimension kernel parameters shared by every component
   (002 Sec. 4.1). Each component reads at most two inputs, so the lengthscale prior is the zoo's
   prior for a 2-D kernel, not for a D-dimensional one; ``scale`` ~ HalfNormal(1/sqrt D), so the prior
@@ -83,7 +85,7 @@ class Additive(ExactGP, NoiselessForm, DependencyForest, StructureMoves):
     sampler_defaults = {"num_chains": 2, "cold_warmup": 150, "warm_warmup": 10, "num_samples": 8, "thinning": 2,
                         "max_tree_depth": 4, "refit_every": 5}
 
-    def __init__(self, space: Space, gamma: float = 0.5, noise_prior=(-4.0, 1.0), graph: str = "posterior"):
+    def __init__(self, space: Space, gamma: float | None = None, noise_prior=(-4.0, 1.0), graph: str = "posterior"):
         super().__init__(space)
         if graph not in ("posterior", "prior"):
             raise ValueError(f"graph must be 'posterior' or 'prior', got {graph!r}")
@@ -95,7 +97,7 @@ class Additive(ExactGP, NoiselessForm, DependencyForest, StructureMoves):
                              "'jenatton' (conditional)")
         self.dim = space.dim
         self.graph_prior = ForestPrior(self.dim, gamma)
-        self.gamma = float(gamma)
+        self.gamma = gamma
         self.noise_prior = tuple(noise_prior)
 
     def config_key(self):

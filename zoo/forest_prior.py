@@ -1,12 +1,22 @@
-"""A prior over forests on D labelled vertices: independent edge inclusion with probability gamma,
-restricted to acyclic graphs (Han et al. 2021, 002 Sec. 3.2, Eq. 6 with the tree constraint).
+"""Priors over forests on D labelled vertices (the dependency structures of paper 002).
 
 A forest is stored as a symmetric boolean adjacency matrix [D, D] with a false diagonal, the encoding
-that is unique per graph. P(Z) = gamma^|E| (1 - gamma)^(M - |E|) / C for every forest Z, with M = D(D-1)/2
-pairs and C the total weight of all forests. C and the exact law of the number of edges come from a
-count of labelled forests by edges: the tree holding the first vertex has s vertices (C(n-1, s-1) ways
-to choose them, s^(s-2) labelled trees on them, Cayley), and the rest is a forest on n - s vertices.
-Sampling follows the same recursion, with a uniform labelled tree drawn from a random Pruefer sequence.
+that is unique per graph. Two priors, both uniform over the forests with a given number of edges, so
+P(Z) = P(|E| = e) / count(D, e) with e = |E(Z)|:
+
+- ``gamma=None`` (the default): the number of edges is uniform on 0..D-1. This is our choice, not the
+  paper's. Under independent edges the number of forests with e edges grows so fast in e
+  (D^(D-2) spanning trees) that nearly all prior mass sits on spanning trees, so every posterior draw
+  carries spurious edges and the true ones rarely pass one half; a uniform edge count corrects for
+  that multiplicity (as beta-binomial priors do in variable selection).
+- ``gamma`` in (0, 1): independent edge inclusion with probability gamma, restricted to forests (002
+  Sec. 3.2, Eq. 6 with the tree constraint; gamma = 1/2 is the paper's "no prior knowledge"):
+  P(|E| = e) is proportional to count(D, e) gamma^e (1 - gamma)^(M - e).
+
+count(n, e), the number of labelled forests on n vertices with e edges, comes from a recursion on the
+tree holding the first vertex: it has s vertices (C(n-1, s-1) ways to choose them, s^(s-2) labelled
+trees on them, Cayley) and the rest is a forest on n - s vertices with e - s + 1 edges. Exact draws
+pick e, then follow the same recursion, with a uniform labelled tree from a random Pruefer sequence.
 """
 
 from __future__ import annotations
@@ -40,16 +50,13 @@ def _log(c: int) -> float:
     return math.log(c) if c > 0 else -math.inf
 
 
-def edge_count_log_probs(n: int, gamma: float) -> np.ndarray:
-    """log P(|E| = e), e = 0..n-1, under the forest prior: proportional to count(n, e) * (gamma / (1 - gamma))^e."""
+def edge_count_log_probs(n: int, gamma: float | None = None) -> np.ndarray:
+    """log P(|E| = e), e = 0..n-1: uniform for gamma None, else proportional to count(n, e) (gamma/(1-gamma))^e."""
+    if gamma is None:
+        return np.full(n, -math.log(n))
     log_r = math.log(gamma) - math.log1p(-gamma)
     w = np.array([_log(c) + e * log_r for e, c in enumerate(forest_counts(n)[n])])
     return w - np.logaddexp.reduce(w)
-
-
-def _log_weight(m: int, log_r: float) -> float:
-    """log of the total weight sum_e count(m, e) r^e of forests on m vertices."""
-    return float(np.logaddexp.reduce([_log(c) + e * log_r for e, c in enumerate(forest_counts(m)[m])]))
 
 
 def _pruefer_tree(vertices: list, rng: np.random.Generator) -> list:
@@ -74,23 +81,37 @@ def _pruefer_tree(vertices: list, rng: np.random.Generator) -> list:
     return edges
 
 
-def sample_forest(n: int, gamma: float, rng: np.random.Generator) -> np.ndarray:
-    """One exact draw [n, n] bool from the forest prior."""
-    log_r = math.log(gamma) - math.log1p(-gamma)
+def sample_forest_with_edges(n: int, edges: int, rng: np.random.Generator) -> np.ndarray:
+    """A uniformly random forest [n, n] bool among those with exactly `edges` edges."""
+    counts = forest_counts(n)
     Z = np.zeros((n, n), dtype=bool)
-    remaining = list(range(n))
+    remaining, e = list(range(n)), int(edges)
     while remaining:
         m = len(remaining)
-        # size s of the tree holding remaining[0]: C(m-1, s-1) s^(s-2) r^(s-1) W(m - s)
-        logw = np.array([math.log(math.comb(m - 1, s - 1)) + (s - 2) * math.log(s) * (s >= 2) + (s - 1) * log_r
-                         + _log_weight(m - s, log_r) for s in range(1, m + 1)])
-        s = 1 + int(rng.choice(m, p=np.exp(logw - np.logaddexp.reduce(logw))))
-        others = list(rng.choice(remaining[1:], size=s - 1, replace=False)) if s > 1 else []
-        tree = [remaining[0]] + [int(v) for v in others]
+        # size s of the tree holding remaining[0]: C(m-1, s-1) s^(s-2) count(m - s, e - s + 1)
+        weights = [math.comb(m - 1, s - 1) * (s ** (s - 2) if s >= 2 else 1)
+                   * (counts[m - s][e - s + 1] if 0 <= e - s + 1 < len(counts[m - s]) else 0)
+                   for s in range(1, m + 1)]
+        total = sum(weights)
+        u = int(rng.integers(0, 2**62)) * total // 2**62  # exact integer arithmetic: the counts are huge
+        s, acc = 1, weights[0]
+        while acc <= u:
+            s += 1
+            acc += weights[s - 1]
+        others = [int(v) for v in rng.choice(remaining[1:], size=s - 1, replace=False)] if s > 1 else []
+        tree = [remaining[0]] + others
         for a, b in _pruefer_tree(tree, rng):
             Z[a, b] = Z[b, a] = True
-        remaining = [v for v in remaining if v not in set(tree)]
+        taken = set(tree)
+        remaining = [v for v in remaining if v not in taken]
+        e -= s - 1
     return Z
+
+
+def sample_forest(n: int, gamma: float | None, rng: np.random.Generator) -> np.ndarray:
+    """One exact draw [n, n] bool from the forest prior: the number of edges, then a uniform forest of that size."""
+    e = int(rng.choice(n, p=np.exp(edge_count_log_probs(n, gamma))))
+    return sample_forest_with_edges(n, e, rng)
 
 
 def component_labels(Z):
@@ -137,7 +158,8 @@ forests = _ForestConstraint()
 
 
 class ForestPrior(dist.Distribution):
-    """Independent edges with probability `gamma` on D vertices, conditioned on the graph being a forest.
+    """A prior over forests on D vertices (see the module docstring): `gamma=None` makes the number of edges
+    uniform; a float is independent edge inclusion with that probability, restricted to forests.
 
     `log_prob(Z)` is the normalized log-probability of a forest (-inf elsewhere); `sample(key)` draws
     exactly (NumPy, seeded from the key: not traceable under jit, as the samplers never need it there).
@@ -147,23 +169,23 @@ class ForestPrior(dist.Distribution):
     arg_constraints = {}
     has_enumerate_support = False
 
-    def __init__(self, num_vertices: int, gamma: float = 0.5, *, validate_args=None):
+    def __init__(self, num_vertices: int, gamma: float | None = None, *, validate_args=None):
         if not (isinstance(num_vertices, (int, np.integer)) and num_vertices >= 1):
             raise ValueError(f"num_vertices must be a positive integer, got {num_vertices!r}")
-        if not 0.0 < float(gamma) < 1.0:
-            raise ValueError(f"gamma must be in (0, 1), got {gamma!r}")
-        self.num_vertices, self.gamma = int(num_vertices), float(gamma)
+        if gamma is not None and not 0.0 < float(gamma) < 1.0:
+            raise ValueError(f"gamma must be None or in (0, 1), got {gamma!r}")
+        self.num_vertices = int(num_vertices)
+        self.gamma = None if gamma is None else float(gamma)
         n = self.num_vertices
-        pairs = n * (n - 1) // 2
-        log_r = math.log(self.gamma) - math.log1p(-self.gamma)
-        self.log_normalizer = pairs * math.log1p(-self.gamma) + _log_weight(n, log_r)
+        # log P(Z) for a forest with e edges: log P(|E| = e) - log count(n, e)
+        log_counts = np.array([_log(c) for c in forest_counts(n)[n]])
+        self.log_prob_by_edges = edge_count_log_probs(n, self.gamma) - log_counts
         super().__init__(batch_shape=(), event_shape=(n, n), validate_args=validate_args)
 
     def log_prob(self, value):
         Z = jnp.asarray(value).astype(bool)
         edges = jnp.sum(jnp.triu(Z, 1), axis=(-1, -2))
-        pairs = self.num_vertices * (self.num_vertices - 1) // 2
-        lp = edges * math.log(self.gamma) + (pairs - edges) * math.log1p(-self.gamma) - self.log_normalizer
+        lp = jnp.asarray(self.log_prob_by_edges)[jnp.clip(edges, 0, self.num_vertices - 1)]
         return jnp.where(forests(Z), lp, -jnp.inf)
 
     def sample(self, key, sample_shape=()):
@@ -179,4 +201,4 @@ class ForestPrior(dist.Distribution):
 
 
 __all__ = ["ForestPrior", "component_labels", "edge_count_log_probs", "forest_counts", "is_forest",
-           "sample_forest"]
+           "sample_forest", "sample_forest_with_edges"]

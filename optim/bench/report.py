@@ -322,10 +322,10 @@ def scaling_table(rows) -> str:
 
 def compiles_table(d) -> str:
     return "\n".join([
-        "| problem | BO iterations | n at start → end | XLA compilations, whole run | during BO iterations "
+        "| problem | surrogate | BO iterations | n at start → end | XLA compilations, whole run | during BO iterations "
         "| iterations that compiled | wall time |",
-        "|---|---|---|---|---|---|---|",
-        f"| {d['problem']} | {d['iterations']} | {d['n_init']} → {d['n_init'] + d['iterations']} | {d['total']} "
+        "|---|---|---|---|---|---|---|---|",
+        f"| {d['problem']} | {d.get('surrogate', 'gp')} | {d['iterations']} | {d['n_init']} → {d['n_init'] + d['iterations']} | {d['total']} "
         f"| {d['during_bo']} | {', '.join(map(str, d['compiled_at']))} | {d['seconds']:.0f} s |"])
 
 

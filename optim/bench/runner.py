@@ -418,7 +418,7 @@ def cmd_compiles(args) -> int:
 
     start = compile_count()
     problem = get_problem(args.problem)
-    opt = BayesOpt(problem.space, "gp", seed=0, n_init=args.n_init)
+    opt = BayesOpt(problem.space, args.surrogate, seed=0, n_init=args.n_init)
     per_iter = []
     t0 = time.perf_counter()
     for _ in range(args.n_init + args.iterations):
@@ -427,7 +427,7 @@ def cmd_compiles(args) -> int:
         opt.tell(c, problem(c))
         per_iter.append(compile_count() - before)
     bo = per_iter[args.n_init:]
-    result = {"problem": args.problem, "iterations": args.iterations, "n_init": args.n_init,
+    result = {"problem": args.problem, "surrogate": args.surrogate, "iterations": args.iterations, "n_init": args.n_init,
               "total": compile_count() - start, "during_bo": sum(bo),
               "compiled_at": [i + args.n_init + 1 for i, k in enumerate(bo) if k],
               "per_compiling_iteration": [k for k in bo if k], "seconds": time.perf_counter() - t0,
@@ -536,6 +536,7 @@ def main(argv=None) -> int:
     tm.add_argument("--out", default=None)
     c = sub.add_parser("compiles", help="count XLA compilations over a long BO run")
     c.add_argument("--problem", default="hartmann6")
+    c.add_argument("--surrogate", default="gp")
     c.add_argument("--iterations", type=int, default=100)
     c.add_argument("--n-init", type=int, default=10)
     c.add_argument("--out", default=None)
