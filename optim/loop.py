@@ -48,7 +48,8 @@ class SamplerSettings:
     thinning: int = 4
     max_tree_depth: int = 6
     #: run MCMC on every k-th BO iteration only; in between, the last draws are conditioned on the new data
-    #: (`Posterior.conditioned_on`), as paper 002 relearns its structure every C = 15 iterations
+    #: (`Posterior.conditioned_on`), as paper 002 relearns its structure every C = 15 iterations. The draws
+    #: are not saved, so the first iteration after `BayesOpt.load` runs MCMC (warm-started)
     refit_every: int = 1
 
     def __post_init__(self):

@@ -156,13 +156,11 @@ def optimize_message_passing(acqf, space: Space, rng: np.random.Generator,
     S, D = graphs.shape[0], space.dim
     beta = float(acqf.acquisition.beta_t(float(acqf.t), float(COMPONENT_DIM)))
     chosen = rng.choice(S, size=min(config.structures, S), replace=False)
-    candidates, mp_values = [], []
+    candidates = []
     for s in chosen:
         edges, tables_at = sample_tables(acqf, int(s), graphs[s], beta)
         for _ in range(config.repeats):
-            x, v = zoom_maximize(D, edges, tables_at, rng, config.grid, config.levels)
-            candidates.append(x)
-            mp_values.append(v)
+            candidates.append(zoom_maximize(D, edges, tables_at, rng, config.grid, config.levels)[0])
     pool = qmc.Sobol(D, scramble=True, rng=rng).random(config.n_raw)
     X = space.round_encoded(np.vstack([np.array(candidates), pool]))
     values = acqf.values(X, COMPONENT_DIM)
