@@ -116,7 +116,7 @@ def optimize_region(acqf, space: Space, base: np.ndarray, free: np.ndarray, rng:
     return best_x, best_v
 
 
-def _random_rows(space: Space, path: Path, n: int, rng: np.random.Generator) -> np.ndarray:
+def random_rows(space: Space, path: Path, n: int, rng: np.random.Generator) -> np.ndarray:
     """n encoded rows on a path: Sobol numeric columns, uniform categories, everything else fixed."""
     free = free_columns(space, path)
     num = np.flatnonzero(free & (space.kinds != CATEGORICAL))
@@ -140,7 +140,7 @@ def screen_paths(acqf, space: Space, rng: np.random.Generator, config: LBFGSConf
     best = np.empty(n_paths)
     for d in np.unique(dims):
         members = np.flatnonzero(dims == d)
-        pool = np.concatenate([_random_rows(space, space.paths[k], config.screen_raw, rng) for k in members])
+        pool = np.concatenate([random_rows(space, space.paths[k], config.screen_raw, rng) for k in members])
         best[members] = acqf.scores(pool, dim=int(d)).reshape(len(members), config.screen_raw).max(axis=1)
     return sorted(np.argsort(-best, kind="stable")[: config.max_paths].tolist())
 

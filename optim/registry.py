@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import Callable
 
 from optim.conditional_search import addtree_ucb_search, two_step_search
+from optim.grid import GridConfig, optimize_grid
 from optim.message_passing import MessagePassingConfig, optimize_message_passing
 from optim.mip import MIPConfig, optimize_mip
 from optim.path_lbfgs import LBFGSConfig, optimize_acquisition
@@ -21,6 +22,7 @@ from zoo.bark import BARK
 from zoo.base import AdditiveComponents, DependencyForest, ForestPosterior, PathPredictions, Surrogate, offers
 from zoo.gp import GP
 from zoo.jenatton import Jenatton
+from zoo.treed import Treed
 from zoo.space import Space
 
 RANDOM = "random"  # random search: no model
@@ -29,6 +31,7 @@ SURROGATES: dict[str, Callable[[Space], Surrogate]] = {
     "gp": GP, "addtree": AddTree, "jenatton": Jenatton, "bark": BARK, "additive": Additive,
     "addtree_shared": lambda space: AddTree(space, share_like=True),  # + one term per group of like vertices
     "independent": lambda space: Jenatton(space, shared=False),  # independent leaf GPs (c fixed at 0)
+    "treed": Treed,  # 004's HTBO: the partition rebuilt by Eq. 5 every iteration (variants: zoo.treed.Treed options)
 }
 
 
@@ -72,6 +75,7 @@ def register_optimizer(name: str, optimize: Callable, config: type, requires: tu
 
 
 register_optimizer("lbfgs", optimize_acquisition, LBFGSConfig)
+register_optimizer("grid", optimize_grid, GridConfig)
 register_optimizer("vertex_ucb", addtree_ucb_search, LBFGSConfig, requires=(AdditiveComponents,), acquisitions=("ucb",))
 register_optimizer("two_step", two_step_search, LBFGSConfig, requires=(PathPredictions,))
 register_optimizer("mip", optimize_mip, MIPConfig, requires=(ForestPosterior,), acquisitions=("ucb",))

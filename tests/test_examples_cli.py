@@ -13,7 +13,8 @@ from optim.bench import runner as bench
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-@pytest.mark.parametrize("name", ["quickstart.py", "inspect_posterior.py", "custom_surrogate.py", "additive_forest.py"])
+@pytest.mark.parametrize("name", ["quickstart.py", "inspect_posterior.py", "custom_surrogate.py", "additive_forest.py",
+                                  "treed_partition.py"])
 def test_example_runs(name, monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("TREEZOO_EXAMPLES_FAST", "1")
     monkeypatch.setenv("TREEZOO_EXAMPLES_OUT", str(tmp_path))
@@ -25,6 +26,8 @@ def test_example_runs(name, monkeypatch, tmp_path, capsys):
         assert "r_hat" in out and (tmp_path / "gp_trace.png").stat().st_size > 1000
     if name == "additive_forest.py":
         assert "edge-inclusion probabilities" in out and (tmp_path / "additive_edges.png").stat().st_size > 1000
+    if name == "treed_partition.py":
+        assert "leaf_lengthscale" in out and (tmp_path / "treed_partition.png").stat().st_size > 1000
     if name == "custom_surrogate.py":
         assert "posterior inclusion probability" in out and "acceptance rate" in out
 

@@ -189,3 +189,22 @@ def test_stored_additive_optima_are_what_the_procedure_computes():
 
     for kind, dim in (("star", 20), ("grid", 25)):  # a forest (max-sum) and a graph with cycles (ICM)
         assert compute_optimum(kind, dim, 0) == pytest.approx(OPTIMA[f"{kind}{dim}/0"], abs=1e-9)
+
+
+def test_non_stationary_problems_of_the_treed_paper():
+    """RKHS (004 Fig. 1): -5.73839 at x = 0.89235, smooth bumps (width 0.1) on the left and jagged ones (0.01)
+    on the right; no point of a 10^5 grid beats the stored minimum. Bowl-and-basin: the stored minimum is
+    below every grid point and the bowl's own local minimum is near 0."""
+    from optim.bench.problems.nonstationary import bowl_basin_value, rkhs_value
+
+    p = get_problem("rkhs1d")
+    assert p({"x": 0.89235}) == pytest.approx(-5.73839, abs=1e-5)
+    grid = np.linspace(0.0, 1.0, 100_001)
+    values = -rkhs_value(grid)
+    assert p.optimum <= values.min() <= p.optimum + 1e-6
+    # over the same step 0.01 the jagged right moves far more than the smooth left
+    assert abs(rkhs_value(0.99) - rkhs_value(0.98)) > 5 * abs(rkhs_value(0.1) - rkhs_value(0.11))
+    b = get_problem("bowl_basin4")
+    assert b.space.dim == 4 and b({f"x{i}": 0.3 for i in range(4)}) == pytest.approx(0.0, abs=0.01)
+    pts = np.random.default_rng(0).uniform(size=(200_000, 4))
+    assert b.optimum < bowl_basin_value(pts).min() and b.optimum < bowl_basin_value(np.full(4, 0.85))

@@ -13,6 +13,7 @@ import pathlib
 
 from optim import SamplerSettings, minimize
 from optim.bench import get_problem
+from optim.grid import GridConfig
 from optim.message_passing import MessagePassingConfig
 from optim.mip import MIPConfig
 from tests.conftest import FAST_OPTIMIZER, FAST_SAMPLER
@@ -57,6 +58,8 @@ RUNS = {
     # SCIP with no time: its point is the warm start's leaf box, so the run does not depend on the clock
     "additive": ((additive_objective, FLAT6), "additive", {"sampler": FAST_SAMPLER, "optimizer": FAST_MESSAGE_PASSING},
                  COLD),
+    "treed": ("rkhs1d", "treed", {"sampler": FAST_SAMPLER, "optimizer": GridConfig(n_grid=512, n_polish=2, maxiter=20)},
+              COLD),
     "bark": ((mixed_objective, MIXED), "bark", {"optimizer": MIPConfig(time_limit=0.0, n_pool=64, max_sweeps=2),
                             "sampler": SamplerSettings(num_chains=2, cold_warmup=40, warm_warmup=0, num_samples=2,
                                                        thinning=5)}, WARM),

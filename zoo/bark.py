@@ -24,8 +24,8 @@ from scipy.special import gammainccinv
 from zoo import linalg
 from zoo.base import CoordinateMoments, ForestGP, ForestPosterior, Prepared, StructureMoves, Surrogate
 from zoo.data import Data
-from zoo.heap_trees import (GROW, PRUNE, SPLIT, BARTPrior, TreeLikelihood, TreeSpec, leaf_count, route_forest,
-                            shared_leaf_fraction, tree_depth)
+from zoo.heap_trees import (GROW, PRUNE, SPLIT, BARTPrior, TreeLikelihood, TreeSpec, leaf_count, move_acceptance_rates,
+                            route_forest, shared_leaf_fraction, tree_depth)
 from zoo.space import Space
 
 UPDATES = ("lowrank", "cholesky")
@@ -303,12 +303,7 @@ class BARK(Surrogate, StructureMoves, ForestPosterior, CoordinateMoments):
 
     def summarize_moves(self, move_stats: dict) -> dict:
         """Per-move acceptance rates [C, S] from (proposed, accepted) counts per move type."""
-        counts = np.asarray(move_stats["forest"])  # [C, S, 2, 3]
-        out = {"accept_noise": np.asarray(move_stats["noise"])}
-        for k, name in enumerate(("grow", "prune", "change")):
-            proposed, accepted = counts[..., 0, k], counts[..., 1, k]
-            out[f"accept_{name}"] = np.where(proposed > 0, accepted / np.maximum(proposed, 1e-300), np.nan)
-        return out
+        return {"accept_noise": np.asarray(move_stats["noise"]), **move_acceptance_rates(move_stats["forest"])}
 
     def arviz_dims(self):
         dims = {"leaves": ["tree"], "depth": ["tree"], "splits": ["feature"]}

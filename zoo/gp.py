@@ -17,8 +17,8 @@ import numpyro.distributions as dist
 from zoo import linalg
 from zoo.base import NoiselessForm, Prepared, Surrogate
 from zoo.data import Data
-from zoo.kernels import STATIONARY, overlap
-from zoo.priors import lengthscale_prior
+from zoo.kernels import STATIONARY, kumaraswamy_warp, overlap
+from zoo.priors import WARP_PRIOR, lengthscale_prior
 from zoo.space import CATEGORICAL, Space
 
 
@@ -109,28 +109,43 @@ class GP(ExactGP, NoiselessForm):
     """The baseline surrogate: a GP whose hyperparameters are all sampled by NUTS.
 
     Sites: ``lengthscale`` [numeric dims], ``cat_lengthscale`` [categorical dims], ``outputscale``,
-    ``noise`` (variance, standardized units), ``mean``. On a conditional space it sees the flat
+    ``noise`` (variance, standardized units), ``mean``; with ``warp=True`` also ``warp_a``, ``warp_b``
+    [numeric dims], the input warping of zoo.kernels.kumaraswamy_warp ("gp_warp"). On a conditional space it sees the flat
     encoding: decisions are categorical columns, inactive columns hold a fixed fill value.
     """
 
     name = "gp"
 
-    def __init__(self, space: Space, kernel: str = "matern52", noise_prior=(-4.0, 1.0)):
+    def __init__(self, space: Space, kernel: str = "matern52", noise_prior=(-4.0, 1.0), warp: bool = False):
         super().__init__(space)
         if kernel not in STATIONARY:
             raise ValueError(f"kernel must be one of {sorted(STATIONARY)}, got {kernel!r}")
+        if not isinstance(warp, (bool, np.bool_)):
+            raise TypeError(f"warp must be True or False, got {warp!r}")
+        self.warp = bool(warp)
+        if self.warp:
+            self.name = "gp_warp"
         self.base_kernel = kernel
         self.noise_prior = tuple(noise_prior)
         self.num_idx = np.flatnonzero(space.kinds != CATEGORICAL)
         self.cat_idx = np.flatnonzero(space.kinds == CATEGORICAL)
 
     def config_key(self):
-        return (self.base_kernel, self.noise_prior)
+        return (self.base_kernel, self.noise_prior, self.warp)
 
     def sample_hyperparameters(self) -> dict:
-        return gp_priors(len(self.num_idx), len(self.cat_idx), *self.noise_prior)
+        params = gp_priors(len(self.num_idx), len(self.cat_idx), *self.noise_prior)
+        if self.warp and len(self.num_idx):  # Snoek et al. (2013) input warping; 004's "BO WARP" baseline
+            shape = dist.LogNormal(*WARP_PRIOR).expand([len(self.num_idx)]).to_event(1)
+            params["warp_a"] = numpyro.sample("warp_a", shape)
+            params["warp_b"] = numpyro.sample("warp_b", shape)
+        return params
 
     def kernel(self, X1, X2, params):
+        if "warp_a" in params:
+            warp = lambda X: X.at[:, self.num_idx].set(  # noqa: E731
+                kumaraswamy_warp(X[:, self.num_idx], params["warp_a"], params["warp_b"]))
+            X1, X2 = warp(X1), warp(X2)
         return mixed_kernel(X1, X2, params, num_idx=self.num_idx, cat_idx=self.cat_idx, base=self.base_kernel)
 
     def kernel_diag(self, X, params):
@@ -139,6 +154,7 @@ class GP(ExactGP, NoiselessForm):
     def arviz_dims(self):
         """Dims and coordinates naming each lengthscale after its parameter."""
         names = np.array(self.space.names)
-        dims = {"lengthscale": ["numeric_param"], "cat_lengthscale": ["categorical_param"]}
+        dims = {"lengthscale": ["numeric_param"], "cat_lengthscale": ["categorical_param"],
+                "warp_a": ["numeric_param"], "warp_b": ["numeric_param"]}
         coords = {"numeric_param": list(names[self.num_idx]), "categorical_param": list(names[self.cat_idx])}
         return dims, coords

@@ -300,6 +300,17 @@ def tree_depth(spec: TreeSpec, forest):
     return jnp.max(jnp.where(split, jnp.asarray(spec.depth) + 1, 0), axis=-1)
 
 
+def move_acceptance_rates(counts) -> dict:
+    """ArviZ sample_stats from the tree moves' (proposed, accepted) counts [C, S, 2, 3] per move type:
+    accept_grow / accept_prune / accept_change [C, S] (NaN where a type was never proposed)."""
+    counts = np.asarray(counts)
+    out = {}
+    for k, name in enumerate(("grow", "prune", "change")):
+        proposed, accepted = counts[..., 0, k], counts[..., 1, k]
+        out[f"accept_{name}"] = np.where(proposed > 0, accepted / np.maximum(proposed, 1e-300), np.nan)
+    return out
+
+
 class TreeLikelihood:
     """The likelihood change of a tree edit, plugged into the generic grow / prune / change moves by a
     model whose likelihood depends on a forest through its leaf assignments (BARK's forest kernel; a

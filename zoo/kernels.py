@@ -57,3 +57,18 @@ def on_route(X, cols, idx):
     if len(cols):
         return jnp.all(X[:, cols] == idx, axis=1).astype(X.dtype)
     return jnp.ones(X.shape[0], X.dtype)
+
+
+WARP_EPS = 1e-6
+
+
+def kumaraswamy_warp(X, a, b):
+    """Input warping w(x) = 1 - (1 - x^a)^b per column of X in [0, 1] (a, b > 0, broadcast over rows).
+
+    Snoek et al. (2013) warp each input by a Beta CDF; the Kumaraswamy CDF has the same shapes (identity at
+    a = b = 1, concave, convex and sigmoid otherwise) in closed form, so its gradient in a and b, which
+    NUTS needs and JAX's `betainc` does not give, is exact. Inputs are clipped to [eps, 1 - eps] so the
+    gradient stays finite at the box edges.
+    """
+    x = jnp.clip(X, WARP_EPS, 1.0 - WARP_EPS)
+    return 1.0 - (1.0 - x**a) ** b

@@ -9,6 +9,9 @@ import numpy as np
 import numpyro.distributions as dist
 
 LENGTHSCALE_SCALE = math.sqrt(3.0)
+#: LogNormal(loc, scale) of each input-warping shape parameter (zoo.kernels.kumaraswamy_warp): median 1, i.e.
+#: no warping, 95% within [0.18, 5.5] (the scale of BoTorch's warping prior, sqrt 0.75)
+WARP_PRIOR = (0.0, math.sqrt(0.75))
 
 
 def lengthscale_loc(dim: int) -> float:

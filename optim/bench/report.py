@@ -120,6 +120,24 @@ def regret_table(records, at) -> str:
     return "\n".join(lines)
 
 
+def best_table(records, at) -> str:
+    """Mean and standard deviation over seeds of the best value found after each budget in `at`, per
+    (problem, method), as 004 Table 1 reports them; with median seconds per iteration."""
+    head = (["problem", "method", "seeds"] + [f"best value @{b}: mean ± sd" for b in at]
+            + ["s/iter fit (median)", "s/iter acq (median)"])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    rows = {(r["problem"], r["method"]): r for r in summarize(records, at)}
+    for (problem, method), recs in sorted(group(records).items()):
+        cells = [problem, method, str(len(recs))]
+        for b in at:
+            vals = np.array([best_so_far(r["values"])[b - 1] for r in recs if len(r["values"]) >= b])
+            cells.append("n/a" if not len(vals) else f"{vals.mean():.3f} ± {vals.std(ddof=1) if len(vals) > 1 else 0.0:.3f}")
+        row = rows[(problem, method)]
+        cells += [_seconds(row["fit_s"]), _seconds(row["acq_s"])]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def hits_table(records, below: float, at) -> str:
     """Per (problem, method) with a known optimum: how many seeds are below `below` log10 regret after
     each budget in `at`, and the first evaluation at which each seed got there (seed order; '-' never)."""
@@ -369,7 +387,7 @@ _BLOCK = re.compile(r"(<!-- treezoo-bench: (?P<args>.*?) -->\n)(?P<body>.*?)(<!-
 
 
 def render_block(args: str, base_dir: str) -> str:
-    """The text of one block: `regret FILES --at B..`, `hits FILES --below L --at B..`,
+    """The text of one block: `regret FILES --at B..`, `best FILES --at B..`, `hits FILES --below L --at B..`,
     `wilcoxon FILES --reference M --at B`,
     `periter FILES --at N..`, `regression FILE [--reference M]`, `regression-data FILE [--reference M]`, `timing FILE`, `compiles FILE`, `paths FILE`, `scaling FILE`, `f1 FILES --at B..`;
     FILES is a comma-separated list of results files."""
@@ -383,7 +401,7 @@ def render_block(args: str, base_dir: str) -> str:
             opts[key] = []
         else:
             opts[key].append(a)
-    data = ([r for p in paths for r in load_records(p)] if kind in ("regret", "hits", "wilcoxon", "periter", "mip", "f1")
+    data = ([r for p in paths for r in load_records(p)] if kind in ("regret", "best", "hits", "wilcoxon", "periter", "mip", "f1")
             else load_records(paths[0]))
     if "problems" in opts and kind not in ("regression", "regression-data"):
         data = [r for r in data if r.get("problem") in opts["problems"]]
@@ -393,6 +411,8 @@ def render_block(args: str, base_dir: str) -> str:
         return mip_table(data)
     if kind == "regret":
         return regret_table(data, [int(b) for b in opts.get("at", ["20", "50"])])
+    if kind == "best":
+        return best_table(data, [int(b) for b in opts.get("at", ["20", "50"])])
     if kind == "hits":
         return hits_table(data, float(opts["below"][0]), [int(b) for b in opts.get("at", ["20", "50"])])
     if kind == "wilcoxon":

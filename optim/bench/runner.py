@@ -47,8 +47,24 @@ def _additive_prior_graph(space):
     return Additive(space, graph="prior")
 
 
-#: ablations run by the benchmarks, not registered in the library
-ABLATIONS = {"additive_random": _additive_prior_graph}  # forests from the prior, ignoring the data (RDUCB-like)
+def _gp_warp(space):
+    from zoo.gp import GP
+    return GP(space, warp=True)
+
+
+def _treed(**options):
+    def build(space):
+        from zoo.treed import Treed
+        return Treed(space, **options)
+    return build
+
+
+#: ablations and variants run by the benchmarks, not registered in the library (each is a constructor option)
+ABLATIONS = {"additive_random": _additive_prior_graph,  # forests from the prior, ignoring the data (RDUCB-like)
+             "gp_warp": _gp_warp,  # 004's "BO WARP" baseline: GP(space, warp=True)
+             "treed_warp": _treed(warp=True),  # 004's "HTBO WARP"
+             "treed_mcmc": _treed(partition="mcmc"),  # the partition sampled under the weighted density
+             "treed_bayes": _treed(partition="mcmc", likelihood="leaves")}  # tgp-like: leaf likelihoods only
 
 
 def methods_available() -> list[str]:
@@ -242,21 +258,25 @@ def paths_timing(depth: int, n: int, iterations: int, max_paths, seed: int = 0) 
             "iterations": rows, "date": datetime.date.today().isoformat()}
 
 
-def scaling_cell(surrogate: str, n: int, dim: int, seed: int = 0, cold_warmup: int = 20) -> dict:
-    """Seconds of one BO iteration of `surrogate` at data size n and dimension `dim` (additive GP tree
-    function): a warm MCMC refit (the second one: the first compiles), an iteration between refits
-    (draws conditioned on the new data) and the acquisition. The cold fit that starts the chains uses
-    only `cold_warmup` sweeps: it is not what is measured."""
+def scaling_cell(surrogate: str, n: int, dim: int | None = None, seed: int = 0, cold_warmup: int = 20,
+                 problem: str | None = None) -> dict:
+    """Seconds of one BO iteration of `surrogate` (a registered name or a benchmark variant) at data size n
+    on a named problem, or on the additive GP tree function of dimension `dim`: a warm MCMC refit (the
+    second one: the first compiles), an iteration between refits (draws conditioned on the new data) and
+    the acquisition. The cold fit that starts the chains uses only `cold_warmup` sweeps: it is not what is
+    measured."""
     import dataclasses
 
+    from optim.bench.problems import get_problem
     from optim.bench.problems.additive import additive_gp
     from optim.loop import BayesOpt, SamplerSettings
     from optim.registry import make_surrogate
 
-    problem = additive_gp("tree", dim)
-    settings = dataclasses.replace(SamplerSettings.for_surrogate(make_surrogate(surrogate, problem.space)),
-                                   cold_warmup=cold_warmup)
-    opt = BayesOpt(problem.space, surrogate, seed=seed, n_init=n, sampler=settings)
+    problem = get_problem(problem) if problem is not None else additive_gp("tree", dim)
+    dim = problem.space.dim
+    model = ABLATIONS[surrogate](problem.space) if surrogate in ABLATIONS else make_surrogate(surrogate, problem.space)
+    settings = dataclasses.replace(SamplerSettings.for_surrogate(model), cold_warmup=cold_warmup)
+    opt = BayesOpt(problem.space, model, seed=seed, n_init=n, sampler=settings)
     for config in problem.space.sobol(n, seed=seed):
         opt.tell(config, problem(config))
     rows = []
@@ -268,7 +288,7 @@ def scaling_cell(surrogate: str, n: int, dim: int, seed: int = 0, cold_warmup: i
     refit = rows[2 * settings.refit_every][0] if settings.refit_every > 1 else rows[-1][0]
     between = [f for f, _ in rows[1:settings.refit_every]]
     acq = float(np.median([a for _, a in rows[1:]]))
-    return {"surrogate": surrogate, "n": n, "dim": dim, "refit_every": settings.refit_every, "refit_s": refit,
+    return {"surrogate": surrogate, "problem": problem.name, "n": n, "dim": dim, "refit_every": settings.refit_every, "refit_s": refit,
             "between_s": float(np.median(between)) if between else None, "acq_s": acq,
             "per_iteration_s": refit / settings.refit_every + (float(np.median(between)) if between else 0.0)
             * (settings.refit_every - 1) / settings.refit_every + acq,
@@ -405,7 +425,10 @@ def cmd_paths(args) -> int:
 
 
 def cmd_scaling(args) -> int:
-    rows = [scaling_cell(args.surrogate, n, d) for d in args.dims for n in args.sizes]
+    if args.problems:
+        rows = [scaling_cell(args.surrogate, n, problem=p) for p in args.problems for n in args.sizes]
+    else:
+        rows = [scaling_cell(args.surrogate, n, d) for d in args.dims for n in args.sizes]
     print(report.scaling_table(rows))
     _write_json(args.out, rows)
     return 0
@@ -551,6 +574,7 @@ def main(argv=None) -> int:
     sc.add_argument("--surrogate", default="additive")
     sc.add_argument("--sizes", nargs="+", type=integer_at_least(2), default=[50, 100, 200])
     sc.add_argument("--dims", nargs="+", type=integer_at_least(2), default=[20, 50])
+    sc.add_argument("--problems", nargs="+", default=None, help="named problems instead of additive GP functions")
     sc.add_argument("--out", default=None)
     rg = sub.add_parser("regression", help="test MSE vs training size per surrogate (000 Fig. 4)")
     rg.add_argument("--problem", default="jenatton_small")

@@ -9,6 +9,7 @@ from optim.bench.problems.base import Problem
 from optim.bench.problems.jenatton import jenatton_large, jenatton_small
 from optim.bench.problems.mixed import discrete_ackley, discrete_rosenbrock, pest_control, tree_function
 from optim.bench.problems.ml import compression, mlp_tuning
+from optim.bench.problems.nonstationary import bowl_basin4, rkhs1d
 from optim.bench.problems.synthetic import exp2d, hartmann6, styblinski_tang
 
 PROBLEMS = {
@@ -41,6 +42,9 @@ PROBLEMS = {
     "styblinski_tang50": partial(styblinski_tang, dim=50),
     "styblinski_tang100": partial(styblinski_tang, dim=100),
     "hartmann6_perm20": partial(hartmann6_permuted, extra_dims=14),
+    # non-stationary (004)
+    "rkhs1d": rkhs1d,
+    "bowl_basin4": bowl_basin4,
 }
 
 
@@ -54,4 +58,4 @@ def get_problem(name: str, noise_std: float = 0.0, seed: int = 0) -> Problem:
 __all__ = ["Problem", "PROBLEMS", "get_problem", "jenatton_small", "jenatton_large", "exp2d",
            "hartmann6", "styblinski_tang",
            "mlp_tuning", "compression", "tree_function", "discrete_ackley", "discrete_rosenbrock", "pest_control",
-           "additive_gp", "hartmann6_permuted"]
+           "additive_gp", "hartmann6_permuted", "rkhs1d", "bowl_basin4"]
