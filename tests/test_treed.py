@@ -241,7 +241,7 @@ def test_without_data_the_partition_and_warping_reproduce_their_priors():
 
     model = Treed(PLANE, partition="mcmc", warp=True, max_depth=3)
     post = sample(model, np.zeros((0, 2)), np.zeros(0), 5, num_warmup=100, num_samples=500, num_chains=4, thinning=2)
-    direct = np.asarray(jax.jit(BARTPrior(model.spec, 20000).sample)(jax.random.PRNGKey(1)))[:, 0]
+    direct = np.asarray(jax.jit(BARTPrior(model.spec, 20000).sample)(jax.random.PRNGKey(1)))  # 20000 trees
     ref = np.asarray(jax.vmap(lambda t: leaf_slots(model.spec, t))(jnp.asarray(direct))).sum(1)
     idata = post.to_arviz()
     leaves = idata.posterior["n_leaves"].values
