@@ -1,4 +1,4 @@
-"""Heavier end-to-end checks, run with `python -m pytest -m slow` (10 min 23 s for the six slow tests here and in test_additive.py and test_problems.py, on 2 cores, 2026-11-23; the treed prior check in test_treed.py took 9 min 34 s alone, with a benchmark sharing the machine)."""
+"""Heavier end-to-end checks, run with `python -m pytest -m slow` (10 min 23 s for the six slow tests here and in test_additive.py and test_problems.py, on 2 cores, 2026-11-23; the treed prior check in test_treed.py took 9 min 34 s by itself, on a machine shared with a benchmark run)."""
 
 import pytest
 
