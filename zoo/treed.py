@@ -284,9 +284,10 @@ class Treed(Surrogate, NoiselessForm, StructureMoves):
     ``outputscale``, ``noise`` (variance, standardized y), ``mean`` [N], with ``warp``: ``warp_a``, ``warp_b``
     [N, d] (deterministic functions of the sampled ``<name>_z``); ``partition`` [1, N, 4] (heap-array tree;
     deterministic for "cart", a discrete site moved by the tree moves for "mcmc"). ``tie="auto"``: None
-    for "cart" (the paper's independent priors), 0.5 for "mcmc". Registered as ``treed``, ``treed_warp``,
-    ``treed_mcmc`` (weighted) and ``treed_bayes`` (leaves). ArviZ gets the leaves' hyperparameters in leaf order (``leaf`` dim), the
-    number of leaves, leaf sizes, split features and thresholds. Flat spaces of Real and Integer
+    for "cart" (the paper's independent priors), 0.5 for "mcmc". Registered as ``treed`` (the defaults);
+    the benchmarks name the variants ``treed_warp``, ``treed_mcmc`` (weighted) and ``treed_bayes`` (leaves).
+    ArviZ gets the leaves' hyperparameters in leaf order (``leaf`` dim), the number of leaves, leaf sizes,
+    split features and thresholds. Flat spaces of Real and Integer
     parameters only. The acquisition is maximized on a Sobol grid (optim.grid), as the paper does.
     """
 
@@ -393,10 +394,12 @@ class Treed(Surrogate, NoiselessForm, StructureMoves):
                                                                      self.min_leaf)[None])
         else:
             tree = numpyro.sample("partition", self.partition_prior())
-            numpyro.factor("min_leaf", jnp.where(self._sizes_ok(tree[0], data), 0.0, -jnp.inf))
         member = self.membership(tree[0], data.X, data.mask)
         numpyro.deterministic("node_size", jnp.sum(member, -1))
         leaf = leaf_slots(self.spec, tree[0])
+        if self.partition == "mcmc":
+            sizes_ok = leaf_sizes_ok(member, leaf, data.mask, self.min_leaf)
+            numpyro.factor("min_leaf", jnp.where(sizes_ok, 0.0, -jnp.inf))
         logp = path_factor_logliks(self.spec, self.leaf_params(values), member, leaf, data.X, data.y)
         for i, w in enumerate(self.weights):  # 004 Eq. 10: factor i weighted 2 / (1 + i) ("weighted")
             if w == 0.0:
@@ -519,7 +522,8 @@ class Treed(Surrogate, NoiselessForm, StructureMoves):
                 "outputscale": ["node"], "noise": ["node"], "mean": ["node"],
                 "leaf_lengthscale": ["leaf", "param"], "leaf_warp_a": ["leaf", "param"],
                 "leaf_warp_b": ["leaf", "param"], "leaf_outputscale": ["leaf"], "leaf_noise": ["leaf"],
-                "leaf_mean": ["leaf"], "leaf_size": ["leaf"], "node_size": ["node"], "split_feature": ["internal_node"], "split_threshold": ["internal_node"]}
+                "leaf_mean": ["leaf"], "leaf_size": ["leaf"], "node_size": ["node"],
+                "split_feature": ["internal_node"], "split_threshold": ["internal_node"]}
         dims.update({f"{k}_z": v for k, v in dims.items() if v[0] == "node" and k != "node_size"})
         if not self.warp:
             dims = {k: v for k, v in dims.items() if "warp" not in k}

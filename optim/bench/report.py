@@ -303,8 +303,7 @@ def f1_table(records, at) -> str:
     from optim.bench.problems import get_problem
 
     lines = ["| problem | method | seeds | " + " | ".join(f"F1 @{b}: median [q25, q75]" for b in at) + " |",
-             "|---|" * (3 + len(at)) + ""]
-    lines[1] = "|" + "---|" * (3 + len(at))
+             "|" + "---|" * (3 + len(at))]
     groups = {}
     for r in records:
         if r.get("status") == "ok" and r.get("optimizer_info"):
