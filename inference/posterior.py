@@ -1,13 +1,15 @@
-"""Posterior samples of a surrogate: predictions, warm starts, and conversion to ArviZ InferenceData."""
+"""Posterior samples of a surrogate: predictions, warm starts, pointwise log-likelihoods, conversion to ArviZ."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import jax
 import numpy as np
 
+from inference.arviz_io import from_groups
 from zoo.base import Surrogate
 from zoo.compiled import compiled
 from zoo.data import Data
@@ -22,8 +24,10 @@ class WarmStart(NamedTuple):
     inverse_mass_matrix: Any  # [C, dim] (diagonal)
 
 
-def _log_likelihood_fn(surrogate):
-    return compiled("log_likelihood", lambda s: jax.jit(jax.vmap(s.log_likelihood, in_axes=(0, None))), surrogate)
+def _log_likelihood_fn(surrogate, loo: bool):
+    def build(s):
+        return jax.jit(jax.vmap(functools.partial(s.log_likelihood, loo=loo), in_axes=(0, None)))
+    return compiled("log_likelihood_loo" if loo else "log_likelihood", build, surrogate)
 
 
 def _predict_fn(surrogate):
@@ -75,36 +79,43 @@ class Posterior:
                          fill_row=self.surrogate.space.fill_row())
         return Posterior(self.surrogate, data, X, y, self.samples, self.stats, self.move_stats, self.last_state)
 
-    def log_likelihood(self) -> np.ndarray:
-        """Pointwise log p(y_i | y_<i, theta) per sample, [C, S, n]; sums to the joint log-likelihood."""
-        if "loglik" not in self._cache:
-            ll = _log_likelihood_fn(self.surrogate)(self.flat_samples(), self.data)
+    def log_likelihood(self, loo: bool = False) -> np.ndarray:
+        """Pointwise log-likelihood per sample, [C, S, n], user units: log p(y_i | y_<i, theta), which sums
+        to the joint log-likelihood, or with `loo` log p(y_i | y_-i, theta), the terms PSIS-LOO needs for
+        a GP, whose observations are not independent given theta (Burkner, Gabry & Vehtari 2021)."""
+        key = "loglik_loo" if loo else "loglik"
+        if key not in self._cache:
+            ll = _log_likelihood_fn(self.surrogate, loo)(self.flat_samples(), self.data)
             ll = np.asarray(ll)[:, : len(self.y)]
-            self._cache["loglik"] = ll.reshape(self.num_chains, self.num_samples, -1)
-        return self._cache["loglik"]
+            self._cache[key] = ll.reshape(self.num_chains, self.num_samples, -1)
+        return self._cache[key]
 
-    def to_arviz(self):
-        """ArviZ InferenceData: posterior, sample_stats, log_likelihood, observed_data, constant_data.
-
-        Dims are named after the space (e.g. ``lengthscale`` has dim ``numeric_param`` with the
-        parameter names as coordinates); padding rows never appear.
-        """
-        import arviz as az
-
+    def arviz_groups(self) -> tuple[dict, dict, dict]:
+        """(groups, coords, dims) as plain NumPy, whatever ArviZ is installed: groups posterior
+        (continuous sites and structure summaries), sample_stats, log_likelihood (leave-one-out terms,
+        so that ``az.loo`` / ``az.compare`` are right), observed_data and constant_data."""
         dims, coords = self.surrogate.arviz_dims()
-        posterior = {k: v for k, v in self.samples.items() if k not in self.surrogate.discrete_sites}
+        posterior = {k: np.asarray(v) for k, v in self.samples.items() if k not in self.surrogate.discrete_sites}
         posterior.update(self.surrogate.summarize_discrete(self.samples))
-        stats = dict(self.stats)
+        stats = {k: np.asarray(v) for k, v in self.stats.items()}
         stats["diverging"] = stats["diverging"].astype(bool)
         stats.update(self.surrogate.summarize_moves(self.move_stats))
         n = len(self.y)
         coords = {**coords, "obs": np.arange(n), "column": list(self.surrogate.space.names)}
         dims = {**dims, "y": ["obs"], "X": ["obs", "column"]}
-        log_lik = {}
         try:
-            log_lik = {"y": self.log_likelihood()}
-        except NotImplementedError:
-            pass
-        return az.from_dict(
-            posterior=posterior, sample_stats=stats, log_likelihood=log_lik or None,
-            observed_data={"y": self.y}, constant_data={"X": self.X}, coords=coords, dims=dims)
+            log_lik = {"y": self.log_likelihood(loo=True)}
+        except NotImplementedError:  # a user's surrogate may not offer pointwise terms
+            log_lik = {}
+        groups = {"posterior": posterior, "sample_stats": stats, "log_likelihood": log_lik,
+                  "observed_data": {"y": np.asarray(self.y)}, "constant_data": {"X": np.asarray(self.X)}}
+        return groups, coords, dims
+
+    def to_arviz(self):
+        """The posterior as ArviZ's object: ``xarray.DataTree`` with ArviZ 1.x, ``InferenceData`` with 0.x.
+
+        Groups: posterior, sample_stats, log_likelihood (leave-one-out terms), observed_data,
+        constant_data. Dims are named after the space (e.g. ``lengthscale`` has dim ``numeric_param``
+        with the parameter names as coordinates); padding rows never appear.
+        """
+        return from_groups(*self.arviz_groups())

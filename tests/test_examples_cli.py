@@ -14,7 +14,8 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 @pytest.mark.parametrize("name", ["quickstart.py", "inspect_posterior.py", "custom_surrogate.py", "additive_forest.py",
-                                  "treed_partition.py"])
+                                  "treed_partition.py", "compare_models.py"])
+@pytest.mark.arviz  # CI runs it again against ArviZ 1.x
 def test_example_runs(name, monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("TREEZOO_EXAMPLES_FAST", "1")
     monkeypatch.setenv("TREEZOO_EXAMPLES_OUT", str(tmp_path))
@@ -24,8 +25,11 @@ def test_example_runs(name, monkeypatch, tmp_path, capsys):
         assert "Result(best_value=" in out and "regret" in out
     if name == "inspect_posterior.py":
         assert "r_hat" in out and (tmp_path / "gp_trace.png").stat().st_size > 1000
+        assert (tmp_path / "gp_rank.png").stat().st_size > 1000
     if name == "additive_forest.py":
         assert "edge-inclusion probabilities" in out and (tmp_path / "additive_edges.png").stat().st_size > 1000
+    if name == "compare_models.py":
+        assert "elpd_loo" in out and "PSIS-LOO prefers" in out
     if name == "treed_partition.py":
         assert "leaf_lengthscale" in out and (tmp_path / "treed_partition.png").stat().st_size > 1000
     if name == "custom_surrogate.py":

@@ -11,7 +11,6 @@ import inference
 from inference.moves import flip_one_bit
 from tests.conftest import FAST_SAMPLER, fast_sample, gp_prior_draw
 from zoo import GP
-from zoo.gp import gp_cholesky
 
 SETTINGS = dict(num_warmup=300, num_samples=600, num_chains=4)
 
@@ -101,28 +100,3 @@ def test_bad_sampler_arguments(flat2):
         inference.sample(gp, np.zeros((3, 2)), np.zeros(3), key=0, num_samples=0)
     with pytest.raises(ValueError, match="unknown discrete sites"):
         inference.sample(gp, np.zeros((3, 2)), np.zeros(3), key=0, moves={"trees": flip_one_bit})
-
-
-def test_to_arviz_groups_dims_and_no_padding(flat2):
-    rng = np.random.default_rng(7)
-    X = rng.random((9, 2))
-    y = X.sum(1) + 0.1 * rng.standard_normal(9)
-    post = fast_sample(GP(flat2), X, y, key=8)
-    idata = post.to_arviz()
-    for group in ("posterior", "sample_stats", "log_likelihood", "observed_data", "constant_data"):
-        assert group in idata.groups()
-    assert list(idata.posterior["lengthscale"].coords["numeric_param"].values) == ["x0", "x1"]
-    assert idata.log_likelihood["y"].shape == (FAST_SAMPLER.num_chains, FAST_SAMPLER.num_samples, 9)
-    assert idata.observed_data["y"].shape == (9,)
-    assert np.allclose(idata.observed_data["y"].values, y)
-    assert idata.sample_stats["diverging"].dtype == bool
-    for name in ("lp", "acceptance_rate", "step_size", "n_steps", "energy"):
-        assert name in idata.sample_stats
-    # pointwise terms sum to the joint log-likelihood of y (user units) under each sample
-    s0 = {k: v[0, 0] for k, v in post.samples.items()}
-    from scipy.stats import multivariate_normal
-    gp = GP(flat2)
-    K = np.asarray(gp_cholesky(post.data, s0, gp.kernel))[:9, :9]
-    z = (y - post.data.y_mean) / post.data.y_std
-    joint = multivariate_normal(s0["mean"] * np.ones(9), K @ K.T).logpdf(z) - 9 * np.log(post.data.y_std)
-    assert float(idata.log_likelihood["y"][0, 0].sum()) == pytest.approx(joint, rel=1e-9)

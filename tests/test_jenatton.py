@@ -57,6 +57,7 @@ def posterior(setup):
     return fast_sample(model, X, y)  # shares its compiled run with the jenatton trace run
 
 
+@pytest.mark.arviz  # CI runs it again against ArviZ 1.x
 def test_sampler_runs_and_predicts(setup, posterior):
     space, X, y, model, _ = setup
     post = posterior

@@ -286,9 +286,9 @@ class BARK(Surrogate, StructureMoves, ForestPosterior, CoordinateMoments):
         u = u0[:, None, :] + jax.ops.segment_sum(d_u, owner, num_segments=S)  # [S, K, n]
         return _moments(data, mean, u)
 
-    def log_likelihood(self, sample, data):
+    def log_likelihood(self, sample, data, loo=False):
         L = forest_cholesky(route_forest(self.spec, sample["forest"], data.X), sample["noise"], data.mask)
-        return linalg.user_loglik(data, jnp.zeros_like(data.y), L)
+        return linalg.user_loglik(data, jnp.zeros_like(data.y), L, loo)
 
     # ---------------------------------------------------------------- ArviZ
     def summarize_discrete(self, samples: dict) -> dict:

@@ -84,8 +84,10 @@ class Surrogate:
         """Per-sample latent mean and variance [S, N] at encoded rows Xq (user units)."""
         return self.predict_prepared(self.prepare(samples, data), jnp.asarray(Xq))
 
-    def log_likelihood(self, sample: dict, data: Data) -> jax.Array:
-        """Pointwise log-likelihood [n_pad] of one posterior sample, user units (0 on padded rows)."""
+    def log_likelihood(self, sample: dict, data: Data, loo: bool = False) -> jax.Array:
+        """Pointwise log-likelihood [n_pad] of one posterior sample, user units (0 on padded rows): the
+        chain-rule terms log p(y_i | y_<i, theta), which sum to the joint, or with `loo` the leave-one-out
+        terms log p(y_i | y_-i, theta) that PSIS-LOO (ArviZ's loo / compare) needs."""
         raise NotImplementedError
 
     # --- ArviZ naming and summaries (declared defaults) -------------------------------------

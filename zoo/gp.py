@@ -101,8 +101,8 @@ class ExactGP(Surrogate):
 
         return linalg.to_user_units(data, *jax.vmap(one)(samples, arrays))
 
-    def log_likelihood(self, sample, data):
-        return linalg.user_loglik(data, sample["mean"] * data.mask, gp_cholesky(data, sample, self.kernel))
+    def log_likelihood(self, sample, data, loo=False):
+        return linalg.user_loglik(data, sample["mean"] * data.mask, gp_cholesky(data, sample, self.kernel), loo)
 
 
 class GP(ExactGP, NoiselessForm):

@@ -236,11 +236,11 @@ class Jenatton(Surrogate, PathPredictions, NoiselessForm):
             K = K + params["sigma_c"] ** 2 * Z @ Z.T
         return linalg.noisy_covariance(K, params["noise"], data.mask)
 
-    def log_likelihood(self, sample, data):
-        """Pointwise log p(y_i | y_<i, theta) of the marginal (Eq. 4), user units."""
+    def log_likelihood(self, sample, data, loo=False):
+        """Pointwise log p(y_i | y_<i, theta) (or log p(y_i | y_-i, theta)) of the marginal (Eq. 4), user units."""
         L = jnp.linalg.cholesky(self.dense_covariance(data, sample))
         b = self.leaf_onehot(data.X) @ sample["offset"] * data.mask
-        return linalg.user_loglik(data, b, L)
+        return linalg.user_loglik(data, b, L, loo)
 
     def arviz_dims(self):
         """Dims named after the space: leaf parameters, leaves, and inner-node features of c."""

@@ -34,10 +34,12 @@ def observation_cholesky(K, noise, mask):
     return jnp.linalg.cholesky(noisy_covariance(K, noise, mask))
 
 
-def user_loglik(data, loc, L):
+def user_loglik(data, loc, L, loo=False):
     """Pointwise log-likelihood [n_pad] of the standardized data in the user's units: the chain-rule
-    terms of N(y | loc, L L^T) plus the Jacobian -log(y_std) of the standardization (0 on padding)."""
-    return chain_rule_loglik(data.y, loc, L) - jnp.log(data.y_std) * data.mask
+    terms of N(y | loc, L L^T) (or, with `loo`, its leave-one-out terms) plus the Jacobian -log(y_std)
+    of the standardization (0 on padding)."""
+    terms = loo_loglik(data.y, loc, L) if loo else chain_rule_loglik(data.y, loc, L)
+    return terms - jnp.log(data.y_std) * data.mask
 
 
 def to_user_units(data, mean, var):
@@ -65,6 +67,18 @@ def chain_rule_loglik(y, loc, L):
     """Pointwise terms log p(y_i | y_<i) of N(y | loc, L L^T); they sum to the joint log-density."""
     z = solve_triangular(L, y - loc, lower=True)
     return -0.5 * z**2 - jnp.log(jnp.diagonal(L)) - 0.5 * LOG_2PI
+
+
+def loo_loglik(y, loc, L):
+    """Pointwise leave-one-out terms log p(y_i | y_-i) of N(y | loc, L L^T) (R&W 2006, Eq. 5.10-5.12):
+    with alpha = K^-1 (y - loc), y_i | y_-i ~ N(y_i - alpha_i / [K^-1]_ii, 1 / [K^-1]_ii). These are the
+    terms PSIS-LOO needs for a Gaussian model whose observations are not independent given theta
+    (Burkner, Gabry & Vehtari 2021); a padded row (variance 1/(2 pi), target 0) contributes 0."""
+    eye = jnp.eye(L.shape[-1], dtype=L.dtype)
+    Linv = solve_triangular(L, eye, lower=True)
+    kinv_diag = jnp.sum(Linv**2, axis=0)
+    alpha = Linv.T @ (Linv @ (y - loc))
+    return -0.5 * LOG_2PI + 0.5 * jnp.log(kinv_diag) - 0.5 * alpha**2 / kinv_diag
 
 
 def gaussian_logpdf(y, loc, L):

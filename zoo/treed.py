@@ -464,9 +464,10 @@ class Treed(Surrogate, NoiselessForm, StructureMoves):
             return mean[pos, cols], var[pos, cols]
         return linalg.to_user_units(data, *jax.vmap(one)(samples, arrays))
 
-    def log_likelihood(self, sample, data):
+    def log_likelihood(self, sample, data, loo=False):
         """Pointwise terms [n_pad] of the leaves' own GP likelihoods with every row in the leaf it is routed
-        to (weight 1; the weighted factors are a device for the hyperparameters, not a likelihood)."""
+        to (weight 1; the weighted factors are a device for the hyperparameters, not a likelihood); with
+        `loo`, each row's leave-one-out term within its leaf."""
         tree = sample["partition"][0]
         leaves = route(self.spec, tree, data.X)
         params = self.leaf_params(sample)
@@ -475,7 +476,8 @@ class Treed(Surrogate, NoiselessForm, StructureMoves):
             p = _slot(params, j)
             rows = (leaves == j) & data.mask
             L = linalg.observation_cholesky(leaf_kernel(p, data.X, data.X), p.noise, rows)
-            return linalg.chain_rule_loglik(jnp.where(rows, data.y, 0.0), jnp.where(rows, p.mean, 0.0), L)
+            pointwise = linalg.loo_loglik if loo else linalg.chain_rule_loglik
+            return pointwise(jnp.where(rows, data.y, 0.0), jnp.where(rows, p.mean, 0.0), L)
         terms = jnp.sum(jax.vmap(one)(jnp.arange(self.spec.n_nodes)), axis=0)
         return terms - jnp.log(data.y_std) * data.mask
 
