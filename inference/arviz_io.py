@@ -10,6 +10,11 @@ from __future__ import annotations
 from importlib.metadata import version
 
 
+_FROM_DICT_GROUPS_0X = {"posterior", "posterior_predictive", "predictions", "sample_stats", "log_likelihood",
+                        "prior", "prior_predictive", "sample_stats_prior", "observed_data", "constant_data",
+                        "predictions_constant_data"}
+
+
 def arviz_major() -> int:
     """Major version of the installed ArviZ (0 or 1)."""
     return int(version("arviz").split(".")[0])
@@ -22,7 +27,11 @@ def from_groups(groups: dict, coords: dict, dims: dict):
     groups = {name: variables for name, variables in groups.items() if variables}
     if arviz_major() >= 1:
         return az.from_dict(groups, coords=coords, dims=dims)
-    return az.from_dict(**groups, coords=coords, dims=dims)
+    extra = {name: groups.pop(name) for name in list(groups) if name not in _FROM_DICT_GROUPS_0X}
+    idata = az.from_dict(**groups, coords=coords, dims=dims)
+    if extra:  # groups ArviZ 0.x's from_dict does not name (e.g. prior_sbc)
+        idata.add_groups({name: az.dict_to_dataset(v, coords=coords, dims=dims) for name, v in extra.items()})
+    return idata
 
 
 def group_names(obj) -> list[str]:

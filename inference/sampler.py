@@ -254,7 +254,7 @@ def as_key(key):
 def sample(surrogate: Surrogate, X, y, key, num_warmup: int = 300, num_samples: int = 100,
            num_chains: int = 2, thinning: int = 1, init: Posterior | WarmStart | None = None,
            moves: Mapping | None = None, max_tree_depth: int = 8,
-           target_accept_prob: float = 0.8, size: int | None = None) -> Posterior:
+           target_accept_prob: float = 0.8, size: int | None = None, standardize: bool = True) -> Posterior:
     """Draw `num_chains` x `num_samples` posterior samples of `surrogate` given encoded X [n, D] and y [n].
 
     Continuous sites: NUTS (step size adapted during `num_warmup`; mass matrix too on a cold start).
@@ -262,6 +262,8 @@ def sample(surrogate: Surrogate, X, y, key, num_warmup: int = 300, num_samples: 
     `init`: a previous Posterior of the same surrogate (or its `last_state`); each chain continues
     from its last state with the mass matrix kept, so a short `num_warmup` suffices after new data.
     `size`: pad the data to this many rows (default: the surrogate's bucket, see `Surrogate.bucket_steps`).
+    `standardize=False`: y is already on the models' standardized scale and is modelled as given
+    (what simulation-based calibration needs, `inference.calibrate`).
     """
     for name, v in (("num_warmup", num_warmup), ("num_samples", num_samples), ("num_chains", num_chains),
                     ("thinning", thinning)):
@@ -271,7 +273,7 @@ def sample(surrogate: Surrogate, X, y, key, num_warmup: int = 300, num_samples: 
     if X.ndim != 2 or X.shape[1] != surrogate.space.dim:
         raise ValueError(f"X must be encoded rows [n, {surrogate.space.dim}], got shape {X.shape}")
     size = bucket_size(X.shape[0], steps=surrogate.bucket_steps) if size is None else size
-    data = make_data(X, y, size=size, fill_row=surrogate.space.fill_row())
+    data = make_data(X, y, size=size, fill_row=surrogate.space.fill_row(), standardize=standardize)
     move_pairs = resolve_moves(surrogate, moves)
     key = as_key(key)
     cold = init is None

@@ -14,7 +14,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 @pytest.mark.parametrize("name", ["quickstart.py", "inspect_posterior.py", "custom_surrogate.py", "additive_forest.py",
-                                  "treed_partition.py", "compare_models.py"])
+                                  "treed_partition.py", "compare_models.py", "check_prior.py"])
 @pytest.mark.arviz  # CI runs it again against ArviZ 1.x
 def test_example_runs(name, monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("TREEZOO_EXAMPLES_FAST", "1")
@@ -28,6 +28,11 @@ def test_example_runs(name, monkeypatch, tmp_path, capsys):
         assert (tmp_path / "gp_rank.png").stat().st_size > 1000
     if name == "additive_forest.py":
         assert "edge-inclusion probabilities" in out and (tmp_path / "additive_edges.png").stat().st_size > 1000
+    if name == "check_prior.py":  # the correct GP passes, the deliberately tempered one fails
+        assert "SBC of gp" in out and "SBC of tempered_gp" in out
+        verdicts = [line for line in out.splitlines() if line.startswith(("passed", "FAILED"))]
+        assert verdicts[0] == "passed" and verdicts[1].startswith("FAILED"), verdicts
+        assert (tmp_path / "sbc_gp.png").stat().st_size > 1000
     if name == "compare_models.py":
         assert "elpd_loo" in out and "PSIS-LOO prefers" in out
     if name == "treed_partition.py":

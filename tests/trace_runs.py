@@ -4,12 +4,20 @@
 intended and explained). The runs share their compiled functions with other tests: `gp` runs with the
 default settings as examples/quickstart.py does, the tree models with the FAST settings that the
 Add-Tree and Jenatton fixtures sample with.
+
+The same seed gives the same run bit for bit only on the same processor with the same numerical
+libraries: XLA compiles for the host's instruction set, and a last-bit difference grows through
+hundreds of MCMC steps into another run. The file therefore records the `fingerprint` of the machine
+and libraries it was written on, and the pinned traces are checked only where it matches.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import pathlib
+import platform
+from importlib.metadata import version
 
 from optim import SamplerSettings, minimize
 from optim.bench import get_problem
@@ -66,6 +74,21 @@ RUNS = {
 }
 
 
+def fingerprint() -> dict:
+    """The processor (model and instruction-set flags, hashed) and the numerical libraries' versions."""
+    cpu = {}
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("model name", "flags") and key.strip() not in cpu:
+                cpu[key.strip()] = value.strip()
+    except OSError:
+        cpu["model name"] = platform.processor()
+    return {"cpu": cpu.get("model name", ""), "cpu_flags": hashlib.sha256(cpu.get("flags", "").encode()).hexdigest()[:16],
+            "machine": platform.machine(), "python": platform.python_version(),
+            **{pkg: version(pkg) for pkg in ("jax", "jaxlib", "numpy", "scipy", "numpyro", "PySCIPOpt")}}
+
+
 def run(name: str) -> list[dict]:
     """The history of one run."""
     problem, surrogate, settings, budget = RUNS[name]
@@ -86,5 +109,5 @@ def trace(history: list[dict]) -> list[dict]:
 if __name__ == "__main__":
     PATH.parent.mkdir(exist_ok=True)
     traces = {name: trace(run(name)) for name in RUNS}
-    PATH.write_text(json.dumps(traces, indent=1, sort_keys=True) + "\n")
+    PATH.write_text(json.dumps({"fingerprint": fingerprint(), "traces": traces}, indent=1, sort_keys=True) + "\n")
     print(f"wrote {PATH}")

@@ -90,6 +90,23 @@ class Surrogate:
         terms log p(y_i | y_-i, theta) that PSIS-LOO (ArviZ's loo / compare) needs."""
         raise NotImplementedError
 
+    # --- the generative direction: simulation-based calibration ------------------------------
+    def simulate(self, key, data: Data) -> tuple[dict, jax.Array]:
+        """One draw of every site from the prior and of standardized y [n_pad] given it (0 on padded rows):
+        the joint density the sampler targets, run forwards (inference.calibrate checks the sampler
+        against it). Default: the NumPyro model run forwards, y drawn at its observed site ``y``; a model
+        that scores y through factors overrides this."""
+        from numpyro import handlers
+
+        k_sites, k_y = jax.random.split(key)
+        trace = handlers.trace(handlers.seed(self.model, k_sites)).get_trace(data)
+        if "y" not in trace or not trace["y"].get("is_observed"):
+            raise NotImplementedError(f"{self.name!r} has no observed site 'y' to simulate from: it must "
+                                      "override Surrogate.simulate to be calibrated")
+        sample = {name: site["value"] for name, site in trace.items()
+                  if site["type"] == "deterministic" or (site["type"] == "sample" and not site["is_observed"])}
+        return sample, jnp.where(data.mask, trace["y"]["fn"].sample(k_y), 0.0)
+
     # --- ArviZ naming and summaries (declared defaults) -------------------------------------
     def arviz_dims(self) -> tuple[dict, dict]:
         """(dims, coords) naming the axes of the sites, e.g. lengthscales after their parameters."""

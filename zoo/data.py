@@ -31,10 +31,12 @@ def bucket_size(n: int, min_size: int = 32, steps: tuple = (1.0,)) -> int:
         size *= 2
 
 
-def make_data(X, y, size: int | None = None, fill_row=None) -> Data:
+def make_data(X, y, size: int | None = None, fill_row=None, standardize: bool = True) -> Data:
     """Standardize y and pad (X, y) to `size` rows (default: its bucket).
 
     Constant observations give y_std = 1 (documented: the model then sees all-zero targets).
+    `standardize=False` keeps y as given (y_mean 0, y_std 1): y is then already on the models' scale,
+    as in simulation-based calibration.
     """
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64).reshape(-1)
@@ -46,8 +48,8 @@ def make_data(X, y, size: int | None = None, fill_row=None) -> Data:
     size = bucket_size(n) if size is None else size
     if size < n:
         raise ValueError(f"size {size} is smaller than the number of observations {n}")
-    y_mean = float(np.mean(y)) if n else 0.0
-    y_std = float(np.std(y)) if n > 1 else 1.0
+    y_mean = float(np.mean(y)) if n and standardize else 0.0
+    y_std = float(np.std(y)) if n > 1 and standardize else 1.0
     if not y_std > 1e-12 * max(1.0, abs(y_mean)):
         y_std = 1.0
     fill = np.zeros(X.shape[1]) if fill_row is None else np.asarray(fill_row, dtype=np.float64)

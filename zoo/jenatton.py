@@ -164,6 +164,18 @@ class Jenatton(Surrogate, PathPredictions, NoiselessForm):
         numpyro.sample("c", dist.MultivariateNormal(c_mean, precision_matrix=Lam, validate_args=False))
         numpyro.factor("y_marginal", self.log_marginal(data, params, terms=(L, Z, b, L_lam, c_mean)))
 
+    def simulate(self, key, data: Data):
+        """Prior draw of theta and of c ~ N(0, sigma_c^2 I), then y = b + Z c + eps, eps ~ N(0, M) (001
+        Section 2.2): the generative form of the joint that the model scores as p(y | theta) p(c | y, theta)."""
+        if not self.shared:
+            return super().simulate(key, data)
+        k_theta, k_c, k_y = jax.random.split(key, 3)
+        params = numpyro.handlers.seed(self.sample_hyperparameters, k_theta)()
+        L, Z, b, _, _ = self._terms(data, params)
+        c = params["sigma_c"] * jax.random.normal(k_c, (Z.shape[1],))
+        y = b + Z @ c + L @ jax.random.normal(k_y, (L.shape[0],))
+        return {**params, "c": c}, jnp.where(data.mask, y, 0.0)
+
     def log_marginal(self, data, params, terms=None, c=None):
         """log P(y | theta) by Eq. 3 (any c gives the same value; c = posterior mean is stablest)."""
         L, Z, b, L_lam, c_mean = terms if terms is not None else self._terms(data, params)

@@ -464,6 +464,13 @@ class Treed(Surrogate, NoiselessForm, StructureMoves):
             return mean[pos, cols], var[pos, cols]
         return linalg.to_user_units(data, *jax.vmap(one)(samples, arrays))
 
+    def simulate(self, key, data):
+        """Refused: the depth-weighted pseudo-likelihood (004 Eq. 8-10) counts observations more than once and
+        the paper's partition is a function of the data, so no joint density of y and the sites exists to
+        draw from; SBC of the sampled partition under the leaves' own likelihoods is not written yet."""
+        raise NotImplementedError("the treed GP's weighted pseudo-likelihood is not a generative model of y, "
+                                  "so it cannot be calibrated by simulation")
+
     def log_likelihood(self, sample, data, loo=False):
         """Pointwise terms [n_pad] of the leaves' own GP likelihoods with every row in the leaf it is routed
         to (weight 1; the weighted factors are a device for the hyperparameters, not a likelihood); with

@@ -388,7 +388,7 @@ _BLOCK = re.compile(r"(<!-- treezoo-bench: (?P<args>.*?) -->\n)(?P<body>.*?)(<!-
 def render_block(args: str, base_dir: str) -> str:
     """The text of one block: `regret FILES --at B..`, `best FILES --at B..`, `hits FILES --below L --at B..`,
     `wilcoxon FILES --reference M --at B`,
-    `periter FILES --at N..`, `regression FILE [--reference M]`, `regression-data FILE [--reference M]`, `timing FILE`, `compiles FILE`, `paths FILE`, `scaling FILE`, `f1 FILES --at B..`;
+    `periter FILES --at N..`, `regression FILE [--reference M]`, `regression-data FILE [--reference M]`, `timing FILE`, `compiles FILE`, `paths FILE`, `scaling FILE`, `f1 FILES --at B..`, `calibration FILE`;
     FILES is a comma-separated list of results files."""
     argv = shlex.split(args)
     kind, paths = argv[0], [os.path.join(base_dir, p) for p in argv[1].split(",")]
@@ -432,7 +432,23 @@ def render_block(args: str, base_dir: str) -> str:
         return scaling_table(data)
     if kind == "f1":
         return f1_table(data, [int(b) for b in opts.get("at", ["50"])])
+    if kind == "calibration":
+        return calibration_table(data)
     raise ValueError(f"unknown block kind {kind!r}")
+
+
+def calibration_table(records) -> str:
+    """One row per SBC run: surrogate, space, path, simulations x draws, quantities, the smallest p-value and
+    its quantity against the Bonferroni level, verdict, seconds, date."""
+    head = ["surrogate", "space (n)", "path", "simulations x draws", "quantities", "smallest p (quantity)",
+            "level", "verdict", "seconds", "date"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in records:
+        verdict = "pass" if r["passed"] else "FAIL: " + ", ".join(r["failed"])
+        lines.append(f"| {r['surrogate']} | {r['space']} ({r['n_points']}) | {'warm' if r['warm_start'] else 'cold'} "
+                     f"| {r['simulations']} x {r['draws']} | {r['quantities']} | {r['min_p']:.3f} ({r['worst']}) "
+                     f"| {r['level']:.4f} | {verdict} | {r['seconds']:.0f} | {r['date']} |")
+    return "\n".join(lines)
 
 
 def mip_table(records) -> str:

@@ -527,6 +527,48 @@ def cmd_render(args) -> int:
     return 0
 
 
+CALIBRATION_SPACES = {"flat": "hartmann6", "conditional": "jenatton_small"}
+
+
+def cmd_calibrate(args) -> int:
+    """Simulation-based calibration of registered surrogates (inference.calibrate); appends one JSON line per
+    surrogate (quantities, the smallest p-value, the verdict, seconds) and writes its ECDF plot."""
+    import inference
+    from optim.bench.problems import get_problem
+    from optim.registry import SURROGATES
+    from zoo import Real, Space
+
+    for name in args.surrogates:
+        if name not in SURROGATES:
+            raise SystemExit(f"treezoo-bench calibrate: unknown surrogate {name!r}; registered: {sorted(SURROGATES)}")
+        conditional = name in ("addtree", "addtree_shared", "jenatton", "independent")
+        space = (get_problem(CALIBRATION_SPACES["conditional"]).space if conditional
+                 else Space([Real(f"x{i}", 0.0, 1.0) for i in range(args.dim)]))
+        model = SURROGATES[name](space)
+        settings = dict(num_warmup=args.warmup, num_samples=args.samples, num_chains=args.chains, thinning=args.thinning)
+        if model.sampler_defaults.get("thinning", 1) > args.thinning:  # BARK's MH-only sweeps mix slowly
+            settings["thinning"] = int(model.sampler_defaults["thinning"])
+        res = inference.calibrate(model, n_points=args.n_points, num_simulations=args.simulations, seed=args.seed,
+                                  warm_start=args.warm_start, **settings)
+        print(res.table())
+        worst = min(res.p_values, key=res.p_values.get)
+        record = {"surrogate": name, "space": "conditional" if conditional else f"flat-{args.dim}",
+                  "n_points": args.n_points, "simulations": args.simulations, "draws": res.num_draws,
+                  "warm_start": args.warm_start, "settings": res.settings, "quantities": len(res.ranks),
+                  "worst": worst, "min_p": res.p_values[worst], "level": res.level, "passed": res.passed,
+                  "failed": res.failed(), "seconds": round(res.seconds, 1), "date": datetime.date.today().isoformat()}
+        if args.plots:
+            os.makedirs(args.plots, exist_ok=True)
+            tag = "_warm" if args.warm_start else ""
+            res.plot(os.path.join(args.plots, f"sbc_{name}{tag}.png"))
+            record["plot"] = os.path.join(args.plots, f"sbc_{name}{tag}.png")
+        if args.out:
+            os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+            with open(args.out, "a") as f:
+                f.write(json.dumps(record) + "\n")
+    return 0
+
+
 def main(argv=None) -> int:
     from optim.bench.problems import PROBLEMS
     from optim.cli import integer_at_least, finite_nonnegative
@@ -596,6 +638,19 @@ def main(argv=None) -> int:
     bu.add_argument("--repeats", type=int, default=20)
     bu.add_argument("--proposals", type=int, default=200)
     bu.add_argument("--out", default=None)
+    cb = sub.add_parser("calibrate", help="simulation-based calibration of registered surrogates' samplers")
+    cb.add_argument("--surrogates", nargs="+", default=["gp"])
+    cb.add_argument("--simulations", type=integer_at_least(10), default=100)
+    cb.add_argument("--n-points", type=integer_at_least(2), default=8)
+    cb.add_argument("--dim", type=integer_at_least(1), default=2, help="dimension of the flat space")
+    cb.add_argument("--warmup", type=integer_at_least(1), default=200)
+    cb.add_argument("--samples", type=integer_at_least(1), default=50)
+    cb.add_argument("--chains", type=integer_at_least(1), default=2)
+    cb.add_argument("--thinning", type=integer_at_least(1), default=2)
+    cb.add_argument("--warm-start", action="store_true", help="check the BO loop's warm-started path")
+    cb.add_argument("--seed", type=integer_at_least(0), default=0)
+    cb.add_argument("--plots", default=None, help="folder for the ECDF-difference plots")
+    cb.add_argument("--out", default=None, help="JSON lines file to append one record per surrogate to")
     rd = sub.add_parser("render", help="regenerate the tables of a Markdown document from its results")
     rd.add_argument("document")
     rd.add_argument("--check", action="store_true", help="exit 1 if the document is out of date")
@@ -607,7 +662,8 @@ def main(argv=None) -> int:
         if missing:
             p.error(f"no such results file: {', '.join(missing)}")
     commands = {"run": cmd_run, "table": cmd_table, "timing": cmd_timing, "compiles": cmd_compiles, "paths": cmd_paths, "scaling": cmd_scaling,
-                "regression": cmd_regression, "regression-data": cmd_regression_data, "render": cmd_render, "bark-updates": cmd_bark_updates}
+                "regression": cmd_regression, "regression-data": cmd_regression_data, "render": cmd_render, "bark-updates": cmd_bark_updates,
+                "calibrate": cmd_calibrate}
     try:
         return commands[args.command](args)
     except report.ResultsFileError as exc:

@@ -1,0 +1,82 @@
+"""Simulation-based calibration (inference.calibrate): the uniformity test holds its size and has power, a
+correct sampler passes, and a deliberately wrong target fails (the negative control that shows the check
+can fail). Fixed seeds throughout; heavier runs over every surrogate are under `slow`."""
+
+import numpy as np
+import numpyro
+import pytest
+
+import inference
+from inference.calibration import ecdf_band, uniformity_p_value
+from zoo import GP
+
+# FAST_SAMPLER's sizes (tests/conftest.py), so the cold runs share the suite's compiled sampler
+FAST = dict(num_warmup=80, num_samples=8, num_chains=2, thinning=2, max_tree_depth=5)
+
+
+class TemperedGP(GP):
+    """A wrong target on purpose: the GP's whole density (prior and likelihood) raised to the power 1/4,
+    while `simulate` still draws from the untempered model. Its posteriors are about twice too wide, so the
+    ranks of the truth pile up in the middle. (At the power 1/2, 40 simulations of 16 draws are not
+    enough: the smallest p-value was 0.016 against the corrected level 0.0083.)"""
+
+    name = "tempered_gp"
+
+    def model(self, data):
+        with numpyro.handlers.scale(scale=0.25):
+            super().model(data)
+
+
+def test_the_uniformity_test_holds_its_size_and_has_power():
+    """200 uniform samples of 50: the rejection rate at 0.05 is 0.05 within 3 binomial SEs
+    (3 sqrt(0.05 0.95 / 200) = 0.046); Beta(2, 2) samples of 100 (ranks piled in the middle, as from too
+    wide a posterior) are rejected in most cases."""
+    rng = np.random.default_rng(1)
+    size = np.mean([uniformity_p_value(rng.random(50)) < 0.05 for _ in range(200)])
+    assert abs(size - 0.05) < 3 * np.sqrt(0.05 * 0.95 / 200), size
+    power = np.mean([uniformity_p_value(rng.beta(2.0, 2.0, 100)) < 0.05 for _ in range(50)])
+    assert power > 0.8, power
+    lo, hi = ecdf_band(100, 0.05)
+    z = np.arange(1, 100) / 100
+    assert np.all(lo <= z) and np.all(z <= hi) and np.all(hi - lo < 0.3)
+
+
+@pytest.fixture(scope="module")
+def gp_calibration(flat2):
+    return inference.calibrate(GP(flat2), n_points=6, num_simulations=40, seed=0, progress=False, **FAST)
+
+
+def test_the_gp_sampler_is_calibrated(gp_calibration):
+    """Every quantity's ranks pass at family-wise 0.05 (Bonferroni over the quantities): a correct sampler
+    fails this with probability at most 0.05, and the seed is fixed."""
+    res = gp_calibration
+    assert set(res.ranks) == {"lengthscale[x0]", "lengthscale[x1]", "outputscale", "noise", "mean",
+                              "log_likelihood"}
+    assert all(r.min() >= 0 and r.max() <= res.num_draws for r in res.ranks.values())
+    assert res.passed, res.table()
+
+
+def test_a_tempered_target_fails_calibration(flat2):
+    res = inference.calibrate(TemperedGP(flat2), n_points=6, num_simulations=40, seed=0, progress=False, **FAST)
+    assert not res.passed, res.table()
+
+
+def test_the_calibration_plot_and_arviz_group(gp_calibration, tmp_path):
+    from inference.arviz_io import group_names
+
+    fig = gp_calibration.plot(tmp_path / "sbc.png")
+    assert (tmp_path / "sbc.png").stat().st_size > 1000 and len(fig.axes) >= 6
+    idata = gp_calibration.to_arviz()
+    assert "prior_sbc" in group_names(idata)
+    assert idata["prior_sbc"]["noise"].shape == (1, 40)
+
+
+def test_calibrate_refuses_bad_arguments_and_models_without_a_generative_likelihood(flat2):
+    from zoo.treed import Treed
+
+    with pytest.raises(ValueError, match="num_simulations"):
+        inference.calibrate(GP(flat2), num_simulations=3)
+    with pytest.raises(TypeError, match="Surrogate"):
+        inference.calibrate("gp")
+    with pytest.raises(NotImplementedError, match="not a generative model"):
+        inference.calibrate(Treed(flat2), num_simulations=10, progress=False, **FAST)
