@@ -550,6 +550,7 @@ def cmd_calibrate(args) -> int:
             settings["thinning"] = int(model.sampler_defaults["thinning"])
         res = inference.calibrate(model, n_points=args.n_points, num_simulations=args.simulations, seed=args.seed,
                                   warm_start=args.warm_start, **settings)
+        res.surrogate = name  # the registered name (the independent-leaf variant's model is a Jenatton too)
         print(res.table())
         worst = min(res.p_values, key=res.p_values.get)
         record = {"surrogate": name, "space": "conditional" if conditional else f"flat-{args.dim}",
