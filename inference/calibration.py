@@ -16,12 +16,14 @@ what is being tested.
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass, field
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpyro
 from scipy import stats
 
 from inference.arviz_io import from_groups
@@ -253,6 +255,33 @@ def calibrate(surrogate: Surrogate, n_points: int = 8, num_simulations: int = 10
                              p_values=p_values, alpha=alpha, seconds=time.perf_counter() - t0,
                              settings={**settings, "n_points": n, "num_simulations": num_simulations, "seed": seed,
                                        "warm_start": warm_start, "warm_warmup": warm_warmup})
+
+
+_TEMPERED: dict = {}
+
+
+def tempered(surrogate: Surrogate, power: float) -> Surrogate:
+    """A copy of `surrogate` whose whole density (prior and likelihood) is raised to `power`, while its
+    `simulate` still draws from the untempered model: a deliberately wrong target for the sampler, the
+    negative control that shows a calibration check can fail (power 1/4 makes posteriors about twice too
+    wide). Equal (surrogate, power) pairs share compiled code."""
+    if not 0.0 < power < 1.0:
+        raise ValueError(f"power must be in (0, 1), got {power!r}")
+    base = type(surrogate)
+    if base not in _TEMPERED:
+        def model(self, data):
+            with numpyro.handlers.scale(scale=self.power):
+                base.model(self, data)
+
+        def config_key(self):
+            return base.config_key(self) + (("tempered", self.power),)
+        _TEMPERED[base] = type(f"Tempered{base.__name__}", (base,),
+                               {"model": model, "config_key": config_key, "name": f"tempered_{base.name}",
+                                "__doc__": f"{base.__name__} with its density raised to a power (inference.tempered)."})
+    out = copy.copy(surrogate)
+    out.__class__ = _TEMPERED[base]
+    out.power = float(power)
+    return out
 
 
 def _structure(surrogate: Surrogate, values: dict) -> dict:

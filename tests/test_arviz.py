@@ -67,7 +67,12 @@ def test_to_arviz_groups_dims_and_no_padding(flat2):
 
 
 
-@pytest.mark.parametrize("name", sorted(SURROGATES))
+# addtree, addtree_shared and additive score y with ExactGP's likelihood, as gp does: in the slow run only
+SAME_LIKELIHOOD_AS_GP = {"addtree", "addtree_shared", "additive"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SAME_LIKELIHOOD_AS_GP else n
+                                  for n in sorted(SURROGATES)])
 def test_leave_one_out_terms_are_the_conditionals_of_the_joint_likelihood(name):
     """For every registered surrogate and a draw of all its sites from the prior: each leave-one-out term
     equals log p(y_i | y_-i, theta) obtained from the joint alone. The joint (the sum of the chain-rule

@@ -3,7 +3,6 @@ correct sampler passes, and a deliberately wrong target fails (the negative cont
 can fail). Fixed seeds throughout; heavier runs over every surrogate are under `slow`."""
 
 import numpy as np
-import numpyro
 import pytest
 
 import inference
@@ -12,19 +11,6 @@ from zoo import GP
 
 # FAST_SAMPLER's sizes (tests/conftest.py), so the cold runs share the suite's compiled sampler
 FAST = dict(num_warmup=80, num_samples=8, num_chains=2, thinning=2, max_tree_depth=5)
-
-
-class TemperedGP(GP):
-    """A wrong target on purpose: the GP's whole density (prior and likelihood) raised to the power 1/4,
-    while `simulate` still draws from the untempered model. Its posteriors are about twice too wide, so the
-    ranks of the truth pile up in the middle. (At the power 1/2, 40 simulations of 16 draws are not
-    enough: the smallest p-value was 0.016 against the corrected level 0.0083.)"""
-
-    name = "tempered_gp"
-
-    def model(self, data):
-        with numpyro.handlers.scale(scale=0.25):
-            super().model(data)
 
 
 def test_the_uniformity_test_holds_its_size_and_has_power():
@@ -57,8 +43,14 @@ def test_the_gp_sampler_is_calibrated(gp_calibration):
 
 
 def test_a_tempered_target_fails_calibration(flat2):
-    res = inference.calibrate(TemperedGP(flat2), n_points=6, num_simulations=40, seed=0, progress=False, **FAST)
+    """The negative control: the GP's density raised to the power 1/4 (inference.tempered), posteriors about
+    twice too wide, ranks piled in the middle. (At the power 1/2, 40 simulations of 16 draws are not enough:
+    the smallest p-value was 0.016 against the corrected level 0.0083.)"""
+    res = inference.calibrate(inference.tempered(GP(flat2), 0.25), n_points=6, num_simulations=40, seed=0,
+                              progress=False, **FAST)
     assert not res.passed, res.table()
+    with pytest.raises(ValueError, match="power"):
+        inference.tempered(GP(flat2), 1.5)
 
 
 def test_the_calibration_plot_and_arviz_group(gp_calibration, tmp_path):

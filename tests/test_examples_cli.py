@@ -28,10 +28,8 @@ def test_example_runs(name, monkeypatch, tmp_path, capsys):
         assert (tmp_path / "gp_rank.png").stat().st_size > 1000
     if name == "additive_forest.py":
         assert "edge-inclusion probabilities" in out and (tmp_path / "additive_edges.png").stat().st_size > 1000
-    if name == "check_prior.py":  # the correct GP passes, the deliberately tempered one fails
+    if name == "check_prior.py":  # too few simulations for a verdict in fast mode: test_calibration.py checks those
         assert "SBC of gp" in out and "SBC of tempered_gp" in out
-        verdicts = [line for line in out.splitlines() if line.startswith(("passed", "FAILED"))]
-        assert verdicts[0] == "passed" and verdicts[1].startswith("FAILED"), verdicts
         assert (tmp_path / "sbc_gp.png").stat().st_size > 1000
     if name == "compare_models.py":
         assert "elpd_loo" in out and "PSIS-LOO prefers" in out

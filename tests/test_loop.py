@@ -115,19 +115,21 @@ def test_constant_and_duplicate_observations_are_handled(flat2):
     assert opt.history[-1]["value"] == 2.0 and len(opt.history) == 3
 
 
-def test_gp_beats_random_search_in_every_seed(flat2):
-    """A smooth 2-D bowl with a ripple, 14 evaluations, 5 seeds (paired: the same initial design): the GP's
-    regret is below random search's in every seed, a one-sided sign test at p = 2^-5 = 0.031 < 0.05."""
+def test_gp_beats_random_search(flat2):
+    """A smooth 2-D bowl with a ripple, 14 evaluations, 8 seeds paired by their initial design: the GP's log10
+    regret is lower than random search's by the one-sided Wilcoxon signed-rank test at 0.05."""
+    from scipy.stats import wilcoxon
+
     def bowl(c):
         return (c["x0"] - 0.3) ** 2 + 2 * (c["x1"] - 0.7) ** 2 + 0.05 * math.sin(9 * c["x0"])
     grid = np.linspace(0, 1, 2001)
     optimum = min((g - 0.3) ** 2 + 0.05 * math.sin(9 * g) for g in grid)
     regret = {"gp": [], "random": []}
     for method in regret:
-        for seed in range(5):
+        for seed in range(8):
             res = minimize(bowl, flat2, method, budget=14, seed=seed, n_init=4, **FAST)
             regret[method].append(math.log10(res.best_value - optimum + 1e-9))
-    assert all(g < r for g, r in zip(regret["gp"], regret["random"])), regret
+    assert wilcoxon(regret["gp"], regret["random"], alternative="less").pvalue < 0.05, regret
 
 
 def test_output_transforms_keep_the_order_and_check_their_domain():
