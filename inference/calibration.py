@@ -264,7 +264,8 @@ def tempered(surrogate: Surrogate, power: float) -> Surrogate:
     """A copy of `surrogate` whose whole density (prior and likelihood) is raised to `power`, while its
     `simulate` still draws from the untempered model: a deliberately wrong target for the sampler, the
     negative control that shows a calibration check can fail (power 1/4 makes posteriors about twice too
-    wide). Equal (surrogate, power) pairs share compiled code."""
+    wide). Tempered is what the NumPyro model scores; a discrete move with its own likelihood plug-in (BARK's
+    tree moves) still sees the untempered likelihood. Equal (surrogate, power) pairs share compiled code."""
     if not 0.0 < power < 1.0:
         raise ValueError(f"power must be in (0, 1), got {power!r}")
     base = type(surrogate)

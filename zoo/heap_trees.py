@@ -154,7 +154,7 @@ def restrict(spec: TreeSpec, lo, hi, reach, row, left):
     hit = jnp.arange(spec.dim) == row[..., FEATURE, None].astype(jnp.int32)
     t = row[..., THRESHOLD, None]
     new_hi = jnp.where(hit & left, jnp.minimum(hi, t), hi)
-    new_lo = jnp.where(hit & ~left, jnp.maximum(lo, t), lo)
+    new_lo = jnp.where(hit & jnp.logical_not(left), jnp.maximum(lo, t), lo)  # left may be a Python bool
     side = jnp.where(left, row[..., MASK:] > 0.5, row[..., MASK:] < 0.5)
     return new_lo, new_hi, jnp.where(hit[..., None], reach & side[..., None, :], reach)
 
