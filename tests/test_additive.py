@@ -213,6 +213,7 @@ def test_kernel_is_the_sum_of_the_forest_components():
                                np.full(4, 2 * s[2] ** 2 + s[0] ** 2 + s[4] ** 2 + s[1] ** 2 + s[3] ** 2), rtol=1e-12)
 
 
+@pytest.mark.slow  # suite time; message passing is checked against brute force in the default run
 def test_bo_with_message_passing_beats_random_search_and_reports_the_integrated_value():
     from optim import BayesOpt, minimize
     from optim.integrated import AcquisitionFunction

@@ -190,6 +190,7 @@ def test_share_like_refuses_a_space_without_like_vertices(mixed_space):
         AddTree(mixed_space, share_like=True)
 
 
+@pytest.mark.slow  # suite time; the shared terms are checked by Algorithm 2 vs brute force in the default run
 @pytest.mark.arviz  # CI runs it again against ArviZ 1.x
 def test_a_leaf_seen_once_borrows_its_siblings_shape():
     """Jenatton small with 6 points on each of three leaves and one on x1=0,x2=0 (at x4 = -0.76): the

@@ -198,6 +198,7 @@ def _ess_z(draws, target):
     return (np.mean(draws) - target) / (np.std(draws) / math.sqrt(ess) + 1e-300), ess
 
 
+@pytest.mark.slow  # suite time; the moves' exact prior ratios are checked in the default run
 @pytest.mark.arviz  # CI runs it again against ArviZ 1.x
 def test_without_data_the_chains_reproduce_the_prior(prior_forests):
     """No observations: grow / prune / change must leave the BART prior invariant and the noise walk

@@ -148,6 +148,7 @@ def test_predictive_scores_average_densities_over_samples_and_scale_the_noise():
     assert got["mse"] == pytest.approx(np.mean((np.array([1.0, 1.0]) - yt) ** 2))
 
 
+@pytest.mark.slow  # suite time (a model fit on a bundled dataset); the other bench commands are tested by default
 def test_regression_data_runs_a_split_and_renders_its_table(tmp_path, capsys):
     pytest.importorskip("sklearn")
     out = tmp_path / "rd.jsonl"

@@ -18,6 +18,7 @@ custom_surrogate = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(custom_surrogate)
 
 
+@pytest.mark.slow  # suite time (a statistical check)
 def test_discrete_indicators_and_continuous_sites_reproduce_the_prior():
     space = Space([Real(f"x{i}", 0.0, 1.0) for i in range(3)])
     model = custom_surrogate.RelevanceGP(space, inclusion=0.3)

@@ -23,7 +23,10 @@ def test_every_registered_surrogate_has_a_pinned_run():
     assert set(PINNED) == set(RUNS)
 
 
-@pytest.mark.parametrize("name", sorted(RUNS))
+HEAVY = {"bark", "treed", "independent"}  # each compiles its own sampler and optimizer (about 20 s): slow run only
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in HEAVY else n for n in sorted(RUNS)])
 def test_a_seeded_run_repeats_its_pinned_trace_exactly(name):
     if not SAME_MACHINE:
         pytest.skip(f"traces pinned on {FILE['fingerprint']}, this is {fingerprint()}: bit-identical runs are "
