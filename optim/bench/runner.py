@@ -527,7 +527,7 @@ def cmd_render(args) -> int:
     return 0
 
 
-CALIBRATION_SPACES = {"flat": "hartmann6", "conditional": "jenatton_small"}
+CONDITIONAL_SPACE = "jenatton_small"  # the conditional space surrogates of tree spaces are calibrated on
 
 
 def cmd_calibrate(args) -> int:
@@ -542,7 +542,7 @@ def cmd_calibrate(args) -> int:
         if name not in SURROGATES:
             raise SystemExit(f"treezoo-bench calibrate: unknown surrogate {name!r}; registered: {sorted(SURROGATES)}")
         conditional = name in ("addtree", "addtree_shared", "jenatton", "independent")
-        space = (get_problem(CALIBRATION_SPACES["conditional"]).space if conditional
+        space = (get_problem(CONDITIONAL_SPACE).space if conditional
                  else Space([Real(f"x{i}", 0.0, 1.0) for i in range(args.dim)]))
         model = SURROGATES[name](space)
         settings = dict(num_warmup=args.warmup, num_samples=args.samples, num_chains=args.chains, thinning=args.thinning)
