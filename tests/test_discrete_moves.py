@@ -7,6 +7,7 @@ from pathlib import Path
 
 import arviz as az
 import numpy as np
+import pytest
 from scipy.stats import binom
 
 import inference
