@@ -74,10 +74,8 @@ def loo_loglik(y, loc, L):
     with alpha = K^-1 (y - loc), y_i | y_-i ~ N(y_i - alpha_i / [K^-1]_ii, 1 / [K^-1]_ii). These are the
     terms PSIS-LOO needs for a Gaussian model whose observations are not independent given theta
     (Burkner, Gabry & Vehtari 2021); a padded row (variance 1/(2 pi), target 0) contributes 0."""
-    eye = jnp.eye(L.shape[-1], dtype=L.dtype)
-    Linv = solve_triangular(L, eye, lower=True)
-    kinv_diag = jnp.sum(Linv**2, axis=0)
-    alpha = Linv.T @ (Linv @ (y - loc))
+    alpha, Kinv = precision_terms(L, y - loc)
+    kinv_diag = jnp.diagonal(Kinv)
     return -0.5 * LOG_2PI + 0.5 * jnp.log(kinv_diag) - 0.5 * alpha**2 / kinv_diag
 
 
