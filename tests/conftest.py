@@ -1,5 +1,8 @@
 """Shared fixtures: small sampler settings and spaces reused across tests so JAX compiles once."""
 
+import math
+
+import arviz as az
 import numpy as np
 import pytest
 
@@ -43,3 +46,23 @@ def gp_prior_draw(X, lengthscale, outputscale, noise, rng):
     d = np.sqrt(np.sum(((X[:, None, :] - X[None, :, :]) / lengthscale) ** 2, -1))
     K = outputscale * (1 + np.sqrt(5) * d + 5 / 3 * d**2) * np.exp(-np.sqrt(5) * d)
     return rng.multivariate_normal(np.zeros(len(X)), K + noise * np.eye(len(X)))
+
+
+def within_mc_error(draws, true_mean, true_sd, true_median, min_ess=100):
+    """Mean, sd and P(x < median) of MCMC draws [C, S] of a normal quantity agree with the truth within 4
+    Monte Carlo standard errors, each from the ESS of its own functional (x for the mean, (x - mean)^2 for
+    the sd, whose SE is sd / sqrt(2 ESS) under normality, the indicator for the proportion, SE
+    sqrt(p(1-p)/ESS)). A two-sided 4-SE band is exceeded with probability 6e-5 per check, so a test of 60
+    checks fails by chance 0.4% of the time."""
+    draws = np.asarray(draws, dtype=np.float64)
+    draws = draws[None] if draws.ndim == 1 else draws
+
+    def ess(f):
+        return float(az.ess(f))
+    ess_mean, ess_sq, ess_below = ess(draws), ess((draws - true_mean) ** 2), ess((draws < true_median) * 1.0)
+    assert min(ess_mean, ess_sq, ess_below) > min_ess, (ess_mean, ess_sq, ess_below)
+    mean, sd = draws.mean(), draws.std()
+    assert abs(mean - true_mean) < 4 * true_sd / math.sqrt(ess_mean), (mean, true_mean, ess_mean)
+    assert abs(sd - true_sd) < 4 * true_sd / math.sqrt(2 * ess_sq), (sd, true_sd, ess_sq)
+    below = (draws < true_median).mean()
+    assert abs(below - 0.5) < 4 * 0.5 / math.sqrt(ess_below), (below, ess_below)

@@ -9,21 +9,10 @@ import pytest
 
 import inference
 from inference.moves import flip_one_bit
-from tests.conftest import FAST_SAMPLER, fast_sample, gp_prior_draw
+from tests.conftest import FAST_SAMPLER, fast_sample, gp_prior_draw, within_mc_error
 from zoo import GP
 
 SETTINGS = dict(num_warmup=300, num_samples=600, num_chains=4)
-
-
-def _within_mc_error(draws, true_mean, true_sd, true_median):
-    """Mean, sd and P(x < median) of MCMC draws [C, S] agree with the truth within 4 Monte Carlo SEs."""
-    ess = float(az.ess(draws[None] if draws.ndim == 1 else draws))
-    assert ess > 100, ess
-    mean, sd = draws.mean(), draws.std()
-    assert abs(mean - true_mean) < 4 * true_sd / math.sqrt(ess), (mean, true_mean, ess)
-    assert abs(sd - true_sd) < 4 * true_sd / math.sqrt(2 * ess), (sd, true_sd, ess)
-    below = (draws < true_median).mean()
-    assert abs(below - 0.5) < 4 * 0.5 / math.sqrt(ess), (below, ess)
 
 
 @pytest.fixture(scope="module")
@@ -36,10 +25,10 @@ def test_without_data_the_sampler_reproduces_the_priors(prior_posterior, flat2):
     s = prior_posterior.samples
     mu_ls = math.sqrt(2) + 0.5 * math.log(2)
     for j in range(2):
-        _within_mc_error(np.log(s["lengthscale"][..., j]), mu_ls, math.sqrt(3), mu_ls)
-    _within_mc_error(np.log(s["outputscale"]), 0.0, 1.0, 0.0)
-    _within_mc_error(np.log(s["noise"]), -4.0, 1.0, -4.0)
-    _within_mc_error(s["mean"], 0.0, 1.0, 0.0)
+        within_mc_error(np.log(s["lengthscale"][..., j]), mu_ls, math.sqrt(3), mu_ls)
+    within_mc_error(np.log(s["outputscale"]), 0.0, 1.0, 0.0)
+    within_mc_error(np.log(s["noise"]), -4.0, 1.0, -4.0)
+    within_mc_error(s["mean"], 0.0, 1.0, 0.0)
     assert prior_posterior.stats["diverging"].mean() < 0.01
 
 

@@ -9,9 +9,10 @@ integrated out through Eq. 3:
     log P(y) = log N(y; Z'c + b, M) + log N(c; 0, Sigma_c) - log N(c; Lambda_c^-1 f_c, Lambda_c^-1)
 with M = K_block + sigma^2 I (block diagonal over leaves), Lambda_c = Sigma_c^-1 + Z M^-1 Z' and
 f_c = Z M^-1 (y - b) (Section 2.2), and samples the explicit site c from its closed-form conditional
-(so ArviZ shows c's posterior). Predictions integrate c analytically per kernel-parameter sample
-(Eq. 5), and `path_predict_prepared` gives the path-level values that the two-step EI scores
-(Eq. 6). Independent GPs are the same model with c fixed at 0 (`shared=False`).
+(so ArviZ shows c's posterior), in non-centred form through the standard-normal site ``c_white``.
+Predictions integrate c analytically per kernel-parameter sample (Eq. 5), and `path_predict_prepared`
+gives the path-level values that the two-step EI scores (Eq. 6). Independent GPs are the same model with
+c fixed at 0 (`shared=False`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
-from jax.scipy.linalg import cho_solve
+from jax.scipy.linalg import cho_solve, solve_triangular
 
 from zoo import linalg
 from zoo.base import Component, NoiselessForm, PathPredictions, Prepared, Surrogate
@@ -55,7 +56,8 @@ class JenattonArrays(NamedTuple):
 
 class Jenatton(Surrogate, PathPredictions, NoiselessForm):
     """Semi-parametric tree GP. Sites: ``lengthscale`` [leaf numeric params], ``leaf_variance`` [P],
-    ``offset`` [P] (b_p), ``sigma_c``, ``noise`` and ``c`` [d] (absent when shared=False)."""
+    ``offset`` [P] (b_p), ``sigma_c``, ``noise``, and ``c`` [d] (a deterministic site: c_mean + L^-T c_white
+    with ``c_white`` [d] standard normal) when shared=True."""
 
     name = "jenatton"
     preferred_optimizers = ("two_step", "lbfgs")  # path then leaf (001 Sec. 3.2) while c is in the model
@@ -159,9 +161,11 @@ class Jenatton(Surrogate, PathPredictions, NoiselessForm):
         if not self.shared:
             numpyro.sample("y", dist.MultivariateNormal(b, scale_tril=L, validate_args=False), obs=data.y)
             return
-        # c | y, theta ~ N(Lambda^-1 f_c, Lambda^-1): the explicit weight site
-        Lam = L_lam @ L_lam.T
-        numpyro.sample("c", dist.MultivariateNormal(c_mean, precision_matrix=Lam, validate_args=False))
+        # c | y, theta ~ N(Lambda^-1 f_c, Lambda^-1), non-centred: c = c_mean + L_lam^-T eps, eps ~ N(0, I).
+        # The joint density of (theta, c) is the same; NUTS sees a standard normal instead of the funnel that
+        # a centred c forms with sigma_c when the data are few.
+        eps = numpyro.sample("c_white", dist.Normal(0.0, 1.0).expand([Z.shape[1]]).to_event(1))
+        numpyro.deterministic("c", c_mean + solve_triangular(L_lam.T, eps, lower=False))
         numpyro.factor("y_marginal", self.log_marginal(data, params, terms=(L, Z, b, L_lam, c_mean)))
 
     def simulate(self, key, data: Data):
@@ -264,5 +268,6 @@ class Jenatton(Surrogate, PathPredictions, NoiselessForm):
             return [names[c]]
         features = [f"{f.name}:{col}" for f in self.features
                     for col in ["intercept"] + [lab for c in f.own_cols for lab in labels(c)]]
-        dims = {"lengthscale": ["leaf_param"], "leaf_variance": ["leaf"], "offset": ["leaf"], "c": ["feature"]}
+        dims = {"lengthscale": ["leaf_param"], "leaf_variance": ["leaf"], "offset": ["leaf"], "c": ["feature"],
+                "c_white": ["feature"]}
         return dims, {"leaf_param": list(names[self.leaf_cols]), "leaf": leaves, "feature": features}
