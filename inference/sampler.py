@@ -22,6 +22,7 @@ import numpy as np
 from numpyro import handlers
 from numpyro.distributions import biject_to
 from numpyro.infer.hmc import hmc
+from numpyro.infer.hmc_util import dual_averaging
 from numpyro.infer.util import constrain_fn, potential_energy
 
 from inference.moves import MOVES, Move
@@ -138,14 +139,39 @@ def _site_values(surrogate, data, z, discrete) -> dict:
     return {**constrain_fn(model, (data,), {}, z, return_deterministic=True), **discrete}
 
 
+_, _dual_averaging_update = dual_averaging()
+
+
+def adapt_step_size(hs, num_warmup: int, target_accept_prob: float):
+    """One dual-averaging update (Hoffman & Gelman 2014, Sec. 3.2) of the step size after HMC transition
+    hs.i - 1 while it is a warm-up sweep; the last warm-up sweep sets the averaged step size. A single
+    window over the whole warm-up: what a warm start needs, whose mass matrix is kept."""
+    t = hs.i - 1
+    a = hs.adapt_state
+    ss = _dual_averaging_update(target_accept_prob - hs.accept_prob, a.ss_state)
+    finfo = jnp.finfo(jnp.result_type(a.step_size))
+    step = jnp.clip(jnp.exp(jnp.where(t == num_warmup - 1, ss[1], ss[0])), finfo.tiny, finfo.max)
+    adapted = a._replace(step_size=step, ss_state=ss)
+    return hs._replace(adapt_state=jax.tree_util.tree_map(lambda new, old: jnp.where(t < num_warmup, new, old),
+                                                          adapted, a))
+
+
 def gibbs_kernel(surrogate: Surrogate, moves: tuple, num_warmup: int, adapt_mass_matrix: bool,
                  max_tree_depth: int, target_accept_prob: float) -> Kernel:
-    """Discrete moves, then one NUTS transition of the continuous sites (NumPyro's `hmc` functional API)."""
+    """Discrete moves, then one NUTS transition of the continuous sites (NumPyro's `hmc` functional API).
+
+    A cold start (`adapt_mass_matrix`) uses NumPyro's windowed warm-up (Stan's schedule). A warm start keeps
+    the mass matrix and adapts only the step size, by one dual-averaging window over all `num_warmup`
+    sweeps (`adapt_step_size`): the windowed schedule would restart the step size at 10x its value at the
+    last window's end, leaving a few sweeps to recover (at 20 warm-up sweeps some chains ended with
+    acceptance 0)."""
     gen = potential_fn_gen(surrogate)
     init_hmc, sample_hmc = hmc(potential_fn_gen=gen, algo="NUTS")
+    windowed = adapt_mass_matrix
 
     def init(key, z0, discrete0, step_size, inverse_mass_matrix, data):
-        state = init_hmc(z0, num_warmup, step_size=step_size, inverse_mass_matrix=inverse_mass_matrix,
+        state = init_hmc(z0, num_warmup if windowed else 0, step_size=step_size,
+                         inverse_mass_matrix=inverse_mass_matrix,
                          adapt_step_size=True, adapt_mass_matrix=adapt_mass_matrix, dense_mass=False,
                          target_accept_prob=target_accept_prob, max_tree_depth=max_tree_depth,
                          model_args=(data, discrete0), rng_key=key)
@@ -160,6 +186,8 @@ def gibbs_kernel(surrogate: Surrogate, moves: tuple, num_warmup: int, adapt_mass
         else:
             move_stats = {}
         hs = sample_hmc(hs, model_args=(data, discrete))
+        if not windowed and num_warmup > 0:
+            hs = adapt_step_size(hs, num_warmup, target_accept_prob)
         return GibbsState(hs, discrete), SweepInfo(hs.diverging, hs.accept_prob, hs.num_steps, move_stats)
 
     def draw(state: GibbsState, data) -> Draw:
@@ -260,7 +288,8 @@ def sample(surrogate: Surrogate, X, y, key, num_warmup: int = 300, num_samples: 
     Continuous sites: NUTS (step size adapted during `num_warmup`; mass matrix too on a cold start).
     Discrete sites: the moves named by the surrogate (or `moves={site: move}`), once per sweep.
     `init`: a previous Posterior of the same surrogate (or its `last_state`); each chain continues
-    from its last state with the mass matrix kept, so a short `num_warmup` suffices after new data.
+    from its last state with the mass matrix kept and its step size re-adapted in one dual-averaging
+    window, so a short `num_warmup` suffices after new data.
     `size`: pad the data to this many rows (default: the surrogate's bucket, see `Surrogate.bucket_steps`).
     `standardize=False`: y is already on the models' standardized scale and is modelled as given
     (what simulation-based calibration needs, `inference.calibrate`).
