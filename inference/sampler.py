@@ -139,6 +139,13 @@ def _site_values(surrogate, data, z, discrete) -> dict:
     return {**constrain_fn(model, (data,), {}, z, return_deterministic=True), **discrete}
 
 
+def refresh_potential(hs, potential_fn):
+    """The HMC state with its cached potential energy and gradient recomputed under the moved discrete
+    values: NUTS starts its trajectory from them, so a stale cache would target the wrong conditional."""
+    pe, grad = jax.value_and_grad(potential_fn)(hs.z)
+    return hs._replace(potential_energy=pe, z_grad=grad)
+
+
 _, _dual_averaging_update = dual_averaging()
 
 
@@ -181,8 +188,7 @@ def gibbs_kernel(surrogate: Surrogate, moves: tuple, num_warmup: int, adapt_mass
         hs, discrete = state
         if moves:
             discrete, move_stats = move_discrete(surrogate, moves, gen, key, hs.z, discrete, data)
-            pe, grad = jax.value_and_grad(gen(data, discrete))(hs.z)  # the moved sites changed the potential
-            hs = hs._replace(potential_energy=pe, z_grad=grad)
+            hs = refresh_potential(hs, gen(data, discrete))
         else:
             move_stats = {}
         hs = sample_hmc(hs, model_args=(data, discrete))

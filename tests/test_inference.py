@@ -9,7 +9,7 @@ import pytest
 
 import inference
 from inference.moves import flip_one_bit
-from tests.conftest import FAST_SAMPLER, fast_sample, gp_prior_draw, within_mc_error
+from tests.conftest import gp_prior_draw, within_mc_error
 from zoo import GP
 
 SETTINGS = dict(num_warmup=300, num_samples=600, num_chains=4)

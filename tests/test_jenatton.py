@@ -1,8 +1,6 @@
 """Jenatton et al.'s semi-parametric model (001, Section 2): the fast Eq. 3 route against the dense Eq. 4."""
 
-import math
 
-import jax
 import numpy as np
 import numpyro
 import pytest
