@@ -219,9 +219,11 @@ class BARK(Surrogate, StructureMoves, ForestPosterior, CoordinateMoments):
                        obs=data.y)
 
     def init_discrete(self, key, data: Data) -> dict:
-        """Every chain starts from m single-leaf trees (the usual BART start) and noise 0.25 (about the
-        prior median)."""
-        return {"forest": jnp.zeros(self.forest_prior().event_shape), "noise": jnp.array(0.25)}
+        """Each chain starts from its own prior draw of the forest and of the noise: starts over-dispersed
+        relative to the posterior, so that r_hat compares chains that began apart (the usual BART start, m
+        single-leaf trees and one noise value, would start every chain alike)."""
+        k_forest, k_noise = jax.random.split(key)
+        return {"forest": self.forest_prior().sample(k_forest), "noise": self.noise_dist.sample(k_noise)}
 
     def move_context(self, data: Data, z: dict, sites: dict) -> ForestContext:
         likelihood = ForestKernelLikelihood(self.num_trees, self.update, sites["noise"], data.mask, data.y)
