@@ -192,7 +192,8 @@ def calibrate(surrogate: Surrogate, n_points: int = 8, num_simulations: int = 10
 
     Per simulation: sites and y drawn from the model (`Surrogate.simulate`), the sampler run on y
     unstandardized (see the module docstring), ranks of the truth among the num_chains x num_samples
-    draws (ties among equal draws broken at random). `warm_start=True` checks the BO loop's path instead: a
+    draws (ties among equal draws broken at random). A summary that is not defined in every simulation and draw
+    (NaN, e.g. the size of a leaf a partition does not have) is left out and named in ``settings["undefined"]``. `warm_start=True` checks the BO loop's path instead: a
     cold run on the first n - 1 points, then `warm_warmup` sweeps warm-started from it on all n.
     `X`: the design (encoded rows), default `n_points` random configurations of the space. Returns a
     `CalibrationResult`: ranks, PIT values, a p-value per quantity and the verdict at family-wise `alpha`.
@@ -218,6 +219,7 @@ def calibrate(surrogate: Surrogate, n_points: int = 8, num_simulations: int = 10
     root = jax.random.PRNGKey(seed)
     ranks: dict = {}
     pit: dict = {}
+    undefined: set = set()
     iterator = range(num_simulations)
     if progress:
         from tqdm.auto import tqdm
@@ -244,17 +246,21 @@ def calibrate(surrogate: Surrogate, n_points: int = 8, num_simulations: int = 10
         for q, t in true_q.items():
             d = np.asarray(draw_q[q]).reshape(-1)
             t = float(np.asarray(t).reshape(-1)[0])
+            if not (np.isfinite(t) and np.all(np.isfinite(d))):
+                undefined.add(q)  # e.g. a leaf that does not exist in every draw: no rank
+                continue
             less, ties = int(np.sum(d < t)), int(np.sum(d == t))
             r = less + int(rng.integers(0, ties + 1))
             ranks.setdefault(q, []).append(r)
             pit.setdefault(q, []).append((r + rng.random()) / (d.size + 1))
-    ranks = {q: np.asarray(v) for q, v in ranks.items()}
-    pit = {q: np.asarray(v) for q, v in pit.items()}
+    ranks = {q: np.asarray(v) for q, v in ranks.items() if q not in undefined}
+    pit = {q: np.asarray(v) for q, v in pit.items() if q not in undefined}
     p_values = {q: uniformity_p_value(u) for q, u in pit.items()}
     return CalibrationResult(surrogate=surrogate.name, ranks=ranks, pit=pit, num_draws=num_chains * num_samples,
                              p_values=p_values, alpha=alpha, seconds=time.perf_counter() - t0,
                              settings={**settings, "n_points": n, "num_simulations": num_simulations, "seed": seed,
-                                       "warm_start": warm_start, "warm_warmup": warm_warmup})
+                                       "warm_start": warm_start, "warm_warmup": warm_warmup,
+                                       "undefined": sorted(undefined)})
 
 
 _TEMPERED: dict = {}

@@ -72,3 +72,51 @@ def test_calibrate_refuses_bad_arguments_and_models_without_a_generative_likelih
         inference.calibrate("gp")
     with pytest.raises(NotImplementedError, match="not a generative model"):
         inference.calibrate(Treed(flat2), num_simulations=10, progress=False, **FAST)
+
+
+def test_the_sampled_partition_variant_simulates_from_its_prior():
+    """`treed_bayes` is calibratable: a draw's partition gives every leaf at least min_leaf design rows, y
+    is zero on padding, and its sites are the slot values, the partition and the node sizes."""
+    from zoo import Real, Space
+    from zoo.data import make_data
+    from zoo.treed import Treed, leaf_slots
+
+    space = Space([Real("x", 0.0, 1.0)])
+    model = Treed(space, partition="mcmc", likelihood="leaves", max_depth=2, min_leaf=3)
+    X = space.encode(space.sample(12, seed=0))
+    data = make_data(X, np.zeros(12), size=16, fill_row=space.fill_row(), standardize=False)
+    leaves_seen = set()
+    for k in range(20):
+        sites, y = model.simulate(np.array([0, k], dtype=np.uint32), data)
+        leaf = np.asarray(leaf_slots(model.spec, sites["partition"][0]))
+        sizes = np.asarray(sites["node_size"])[leaf]
+        assert np.all(sizes >= 3) and sizes.sum() == 12, sizes
+        assert np.all(np.asarray(y)[12:] == 0) and np.all(np.isfinite(np.asarray(y)))
+        leaves_seen.add(int(leaf.sum()))
+    assert {"lengthscale", "outputscale", "noise", "mean", "partition", "node_size"} <= set(sites)
+    assert leaves_seen >= {1, 2}, leaves_seen  # the prior splits the root half the time
+
+
+def _calibration_model(name):
+    from optim.bench.problems import get_problem
+    from optim.bench.runner import CONDITIONAL_SPACE, calibration_variants
+    from optim.registry import SURROGATES
+    from zoo import Real, Space
+
+    conditional = name in ("addtree", "addtree_shared", "jenatton", "independent")
+    space = get_problem(CONDITIONAL_SPACE).space if conditional else Space([Real(f"x{i}", 0.0, 1.0) for i in range(2)])
+    return {**SURROGATES, **calibration_variants()}[name](space)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["gp", "addtree", "addtree_shared", "independent", "jenatton", "additive", "bark",
+                                  "treed_bayes"])
+def test_every_calibratable_surrogate_passes_100_simulations(name):
+    """100 simulations per model, 2 x 25 draws (BARK thinned by its own default): each passes at family-wise
+    0.05 (Bonferroni over its quantities): a correct sampler fails each with probability at most 0.05, and
+    the seed is fixed."""
+    model = _calibration_model(name)
+    thinning = max(2, int(model.sampler_defaults.get("thinning", 1)) if name == "bark" else 2)
+    res = inference.calibrate(model, n_points=12 if name == "treed_bayes" else 8, num_simulations=100, seed=1,
+                              num_warmup=150, num_samples=25, num_chains=2, thinning=thinning, progress=False)
+    assert res.passed, res.table()

@@ -50,6 +50,7 @@ import numpyro
 import numpyro.distributions as dist
 
 from zoo import linalg
+from zoo.compiled import compiled
 from zoo.base import NoiselessForm, Prepared, StructureMoves, Surrogate
 from zoo.data import Data
 from zoo.heap_trees import (
@@ -465,11 +466,24 @@ class Treed(Surrogate, NoiselessForm, StructureMoves):
         return linalg.to_user_units(data, *jax.vmap(one)(samples, arrays))
 
     def simulate(self, key, data):
-        """Refused: the depth-weighted pseudo-likelihood (004 Eq. 8-10) counts observations more than once and
-        the paper's partition is a function of the data, so no joint density of y and the sites exists to
-        draw from; SBC of the sampled partition under the leaves' own likelihoods is not written yet."""
-        raise NotImplementedError("the treed GP's weighted pseudo-likelihood is not a generative model of y, "
-                                  "so it cannot be calibrated by simulation")
+        """One draw of the sites and y from `treed_bayes` (partition="mcmc", likelihood="leaves"), the variant
+        that is a generative model: standard-normal slot sites (reported as the slot values), a partition
+        from the tree prior restricted, by rejection, to partitions whose leaves hold at least min(min_leaf,
+        n) rows of the design (what the model's ``min_leaf`` factor allows), and y in each leaf from that
+        leaf's GP, independently across leaves. Refused for the depth-weighted pseudo-likelihood (004 Eq.
+        8-10), which counts observations more than once, and for the paper's partition, a function of y."""
+        if self.partition != "mcmc" or self.likelihood != "leaves":
+            raise NotImplementedError(f"{self.name!r} cannot be calibrated by simulation: the weighted "
+                                      "pseudo-likelihood and the data-built partition are not a generative model "
+                                      "of y (Treed(partition='mcmc', likelihood='leaves') is)")
+        draw = compiled("treed_simulate", _simulate_fn, self)
+        for _ in range(1000):
+            key, sub = jax.random.split(key)
+            sites, y, ok = draw(sub, data)
+            if bool(ok):
+                return sites, y
+        raise RuntimeError(f"no prior partition in 1000 draws has leaves of at least {self.min_leaf} of the "
+                           f"{int(np.sum(data.mask))} design rows; lower min_leaf or max_depth")
 
     def log_likelihood(self, sample, data, loo=False):
         """Pointwise terms [n_pad] of the leaves' own GP likelihoods with every row in the leaf it is routed
@@ -541,5 +555,30 @@ class Treed(Surrogate, NoiselessForm, StructureMoves):
         return dims, coords
 
 
+def _simulate_fn(model: Treed):
+    """Jitted (key, data) -> (sites, y, whether the partition meets min_leaf) for `Treed.simulate`."""
+    def draw(key, data):
+        k_eps, k_tree, k_y = jax.random.split(key, 3)
+        shapes = model.site_shapes()
+        eps = {name: jax.random.normal(k, shape) for (name, shape), k in
+               zip(shapes.items(), jax.random.split(k_eps, len(shapes)))}
+        values = model.slot_values(eps)
+        tree = model.partition_prior().sample(k_tree)
+        member = model.membership(tree[0], data.X, data.mask)
+        leaf = leaf_slots(model.spec, tree[0])
+        params = model.leaf_params(values)
+
+        def leaf_draw(j, k):
+            p = _slot(params, j)
+            L = linalg.observation_cholesky(leaf_kernel(p, data.X, data.X), p.noise, member[j] & leaf[j])
+            return p.mean + L @ jax.random.normal(k, (data.X.shape[0],))
+        ys = jax.vmap(leaf_draw)(jnp.arange(model.spec.n_nodes), jax.random.split(k_y, model.spec.n_nodes))
+        y = jnp.sum(jnp.where(member & leaf[:, None], ys, 0.0), axis=0)
+        sites = {**values, "partition": tree, "node_size": jnp.sum(member, -1)}
+        return sites, jnp.where(data.mask, y, 0.0), leaf_sizes_ok(member, leaf, data.mask, model.min_leaf)
+    return jax.jit(draw)
+
+
 __all__ = ["Treed", "WeightedLeafLikelihood", "PartitionContext", "cart_partition", "membership_shared",
            "membership_from_leaves", "path_factor_logliks", "path_weights", "ancestors", "leaf_slots"]
+

@@ -445,7 +445,8 @@ def calibration_table(records) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in records:
         verdict = "pass" if r["passed"] else "FAIL: " + ", ".join(r["failed"])
-        lines.append(f"| {r['surrogate']} | {r['space']} ({r['n_points']}) | {'warm' if r['warm_start'] else 'cold'} "
+        path = f"warm ({r['settings'].get('warm_warmup')} sweeps)" if r["warm_start"] else "cold"
+        lines.append(f"| {r['surrogate']} | {r['space']} ({r['n_points']}) | {path} "
                      f"| {r['simulations']} x {r['draws']} | {r['quantities']} | {r['min_p']:.3f} ({r['worst']}) "
                      f"| {r['level']:.4f} | {verdict} | {r['seconds']:.0f} | {r['date']} |")
     return "\n".join(lines)

@@ -530,6 +530,13 @@ def cmd_render(args) -> int:
 CONDITIONAL_SPACE = "jenatton_small"  # the conditional space surrogates of tree spaces are calibrated on
 
 
+def calibration_variants() -> dict:
+    """Models calibrated besides the registered surrogates: the treed GP with a sampled partition under the
+    leaves' own likelihoods (the treed variant that is a generative model), small enough for 12 points."""
+    from zoo.treed import Treed
+    return {"treed_bayes": lambda space: Treed(space, partition="mcmc", likelihood="leaves", max_depth=2, min_leaf=3)}
+
+
 def cmd_calibrate(args) -> int:
     """Simulation-based calibration of registered surrogates (inference.calibrate); appends one JSON line per
     surrogate (quantities, the smallest p-value, the verdict, seconds) and writes its ECDF plot."""
@@ -538,18 +545,19 @@ def cmd_calibrate(args) -> int:
     from optim.registry import SURROGATES
     from zoo import Real, Space
 
+    models = {**SURROGATES, **calibration_variants()}
     for name in args.surrogates:
-        if name not in SURROGATES:
-            raise SystemExit(f"treezoo-bench calibrate: unknown surrogate {name!r}; registered: {sorted(SURROGATES)}")
+        if name not in models:
+            raise SystemExit(f"treezoo-bench calibrate: unknown surrogate {name!r}; known: {sorted(models)}")
         conditional = name in ("addtree", "addtree_shared", "jenatton", "independent")
         space = (get_problem(CONDITIONAL_SPACE).space if conditional
                  else Space([Real(f"x{i}", 0.0, 1.0) for i in range(args.dim)]))
-        model = SURROGATES[name](space)
+        model = models[name](space)
         settings = dict(num_warmup=args.warmup, num_samples=args.samples, num_chains=args.chains, thinning=args.thinning)
         if model.sampler_defaults.get("thinning", 1) > args.thinning:  # BARK's MH-only sweeps mix slowly
             settings["thinning"] = int(model.sampler_defaults["thinning"])
         res = inference.calibrate(model, n_points=args.n_points, num_simulations=args.simulations, seed=args.seed,
-                                  warm_start=args.warm_start, **settings)
+                                  warm_start=args.warm_start, warm_warmup=args.warm_warmup, **settings)
         res.surrogate = name  # the registered name (the independent-leaf variant's model is a Jenatton too)
         print(res.table())
         worst = min(res.p_values, key=res.p_values.get)
@@ -649,6 +657,8 @@ def main(argv=None) -> int:
     cb.add_argument("--chains", type=integer_at_least(1), default=2)
     cb.add_argument("--thinning", type=integer_at_least(1), default=2)
     cb.add_argument("--warm-start", action="store_true", help="check the BO loop's warm-started path")
+    cb.add_argument("--warm-warmup", type=integer_at_least(0), default=40,
+                    help="warm-up sweeps of the warm-started run (the BO loop's default 40)")
     cb.add_argument("--seed", type=integer_at_least(0), default=0)
     cb.add_argument("--plots", default=None, help="folder for the ECDF-difference plots")
     cb.add_argument("--out", default=None, help="JSON lines file to append one record per surrogate to")
