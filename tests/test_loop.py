@@ -116,8 +116,10 @@ def test_constant_and_duplicate_observations_are_handled(flat2):
 
 
 def test_gp_beats_random_search(flat2):
-    """A smooth 2-D bowl with a ripple, 14 evaluations, 8 seeds paired by their initial design: the GP's log10
-    regret is lower than random search's by the one-sided Wilcoxon signed-rank test at 0.05."""
+    """A smooth 2-D bowl with a ripple, 14 evaluations, 16 seeds paired by their initial design: the GP's log10
+    regret is lower than random search's by the one-sided Wilcoxon signed-rank test at 0.05. (8 seeds were
+    too few: random search is lucky on seed 4, and p moved between 0.039 and 0.074 when an equivalent
+    warm-up rewrite changed the runs' last bits; 16 seeds gave p = 0.003.)"""
     from scipy.stats import wilcoxon
 
     def bowl(c):
@@ -126,7 +128,7 @@ def test_gp_beats_random_search(flat2):
     optimum = min((g - 0.3) ** 2 + 0.05 * math.sin(9 * g) for g in grid)
     regret = {"gp": [], "random": []}
     for method in regret:
-        for seed in range(8):
+        for seed in range(16):
             res = minimize(bowl, flat2, method, budget=14, seed=seed, n_init=4, **FAST)
             regret[method].append(math.log10(res.best_value - optimum + 1e-9))
     assert wilcoxon(regret["gp"], regret["random"], alternative="less").pvalue < 0.05, regret
