@@ -264,3 +264,16 @@ def test_without_data_the_partition_and_warping_reproduce_their_priors():
         for q in (0.1, 0.5, 0.9):
             z, ess = _ess_z((draws < lognormal.ppf(q)).astype(float), q)
             assert abs(z) < 4.5, (q, (draws < lognormal.ppf(q)).mean(), ess)
+
+
+def test_sampled_partitions_start_from_a_prior_draw_that_meets_min_leaf():
+    """Over-dispersed starts: chains get their own prior partition, and a draw whose leaves would hold fewer
+    than min_leaf of the observations falls back to the single leaf."""
+    model = Treed(PLANE, partition="mcmc", max_depth=3, min_leaf=4)
+    X = np.random.default_rng(0).random((10, 2))
+    data = make_data(X, np.zeros(10), size=16, fill_row=PLANE.fill_row())
+    init = jax.jit(jax.vmap(lambda k: model.init_discrete(k, data)["partition"]))
+    trees = np.asarray(init(jax.random.split(jax.random.PRNGKey(0), 200)))
+    leaves = np.asarray(jax.vmap(lambda t: leaf_slots(model.spec, t[0]))(jnp.asarray(trees))).sum(1)
+    ok = np.asarray(jax.vmap(lambda t: model._sizes_ok(t[0], data))(jnp.asarray(trees)))
+    assert ok.all() and (leaves == 1).any() and (leaves >= 2).any(), np.bincount(leaves)

@@ -63,6 +63,19 @@ def forest_components(Z):
     return a, b, is_edge & valid, valid
 
 
+def random_forest_start(key, D: int, p: float = 0.5):
+    """A random forest [D, D] (jittable): vertices in a random order, each joined with probability p to a
+    uniformly chosen earlier vertex. One parent at most per vertex among earlier ones, so no cycle; about
+    p (D - 1) edges. An over-dispersed chain start, not a prior draw (the prior's exact sampler is NumPy)."""
+    k_order, k_parent, k_join = jax.random.split(key, 3)
+    order = jax.random.permutation(k_order, D)
+    position = jnp.arange(D)
+    parent = order[jnp.floor(jax.random.uniform(k_parent, (D,)) * position).astype(jnp.int32)]
+    join = (position > 0) & jax.random.bernoulli(k_join, p, (D,))
+    Z = jnp.zeros((D, D), dtype=bool).at[order, parent].set(join)
+    return Z | Z.T
+
+
 class Additive(ExactGP, NoiselessForm, DependencyForest, StructureMoves):
     """Additive GP over a sampled forest of 1-D and 2-D RBF components (paper 002).
 
@@ -123,8 +136,9 @@ class Additive(ExactGP, NoiselessForm, DependencyForest, StructureMoves):
         }
 
     def init_discrete(self, key, data: Data) -> dict:
-        """Every chain starts from the empty graph (all components 1-D), as the paper's search does."""
-        return {"graph": jnp.zeros((self.dim, self.dim), dtype=bool)}
+        """Each chain starts from its own random forest (`random_forest_start`), not from one graph for all
+        (the paper's search starts empty), so that chains begin apart and r_hat compares something."""
+        return {"graph": random_forest_start(key, self.dim)}
 
     def kernel(self, X1, X2, params):
         """Sum over the forest's components (002 Eq. 2, 7), accumulated one component at a time (a scan

@@ -413,8 +413,13 @@ class Treed(Surrogate, NoiselessForm, StructureMoves):
                              self.min_leaf)
 
     def init_discrete(self, key, data: Data) -> dict:
-        """A sampled partition starts as a single leaf (always allowed)."""
-        return {"partition": jnp.zeros(self.partition_prior().event_shape)} if self.partition == "mcmc" else {}
+        """A sampled partition starts from a prior draw of its own per chain (over-dispersed starts, so that
+        r_hat compares chains that began apart), or as a single leaf where the draw leaves a leaf with fewer
+        than min_leaf observations (a single leaf is always allowed)."""
+        if self.partition != "mcmc":
+            return {}
+        tree = self.partition_prior().sample(key)
+        return {"partition": jnp.where(self._sizes_ok(tree[0], data), tree, jnp.zeros_like(tree))}
 
     def move_context(self, data: Data, z: dict, sites: dict) -> PartitionContext:
         values = self.slot_values({name: z[f"{name}_z"] for name in self.base_priors()})
