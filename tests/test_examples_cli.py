@@ -13,8 +13,14 @@ from optim.bench import runner as bench
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-@pytest.mark.parametrize("name", ["quickstart.py", "inspect_posterior.py", "custom_surrogate.py", "additive_forest.py",
-                                  "treed_partition.py", "compare_models.py", "check_prior.py"])
+# slow (suite time): the examples whose parts have default tests of their own (custom discrete sites in
+# test_discrete_moves, the additive model and message passing in test_additive, the treed GP in test_treed)
+SLOW_EXAMPLES = {"custom_surrogate.py", "additive_forest.py", "treed_partition.py"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_EXAMPLES else n for n in
+                                  ["quickstart.py", "inspect_posterior.py", "custom_surrogate.py", "additive_forest.py",
+                                   "treed_partition.py", "compare_models.py", "check_prior.py"]])
 @pytest.mark.arviz  # CI runs it again against ArviZ 1.x
 def test_example_runs(name, monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("TREEZOO_EXAMPLES_FAST", "1")
