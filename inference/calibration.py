@@ -192,9 +192,10 @@ def calibrate(surrogate: Surrogate, n_points: int = 8, num_simulations: int = 10
 
     Per simulation: sites and y drawn from the model (`Surrogate.simulate`), the sampler run on y
     unstandardized (see the module docstring), ranks of the truth among the num_chains x num_samples
-    draws (ties among equal draws broken at random). A summary that is not defined in every simulation and draw
-    (NaN, e.g. the size of a leaf a partition does not have) is left out and named in ``settings["undefined"]``. `warm_start=True` checks the BO loop's path instead: a
-    cold run on the first n - 1 points, then `warm_warmup` sweeps warm-started from it on all n.
+    draws (ties among equal draws broken at random). A summary that is not defined in every simulation and
+    draw (NaN, e.g. the size of a leaf a partition does not have) is left out and named in
+    ``settings["undefined"]``. `warm_start=True` checks the BO loop's path instead: a cold run on the first
+    n - 1 points, then `warm_warmup` sweeps warm-started from it on all n.
     `X`: the design (encoded rows), default `n_points` random configurations of the space. Returns a
     `CalibrationResult`: ranks, PIT values, a p-value per quantity and the verdict at family-wise `alpha`.
     """

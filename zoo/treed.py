@@ -50,8 +50,8 @@ import numpyro
 import numpyro.distributions as dist
 
 from zoo import linalg
-from zoo.compiled import compiled
 from zoo.base import NoiselessForm, Prepared, StructureMoves, Surrogate
+from zoo.compiled import compiled
 from zoo.data import Data
 from zoo.heap_trees import (
     FEATURE,
