@@ -97,17 +97,6 @@ def test_the_sampled_partition_variant_simulates_from_its_prior():
     assert leaves_seen >= {1, 2}, leaves_seen  # the prior splits the root half the time
 
 
-def _calibration_model(name):
-    from optim.bench.problems import get_problem
-    from optim.bench.runner import CONDITIONAL_SPACE, calibration_variants
-    from optim.registry import SURROGATES
-    from zoo import Real, Space
-
-    conditional = name in ("addtree", "addtree_shared", "jenatton", "independent")
-    space = get_problem(CONDITIONAL_SPACE).space if conditional else Space([Real(f"x{i}", 0.0, 1.0) for i in range(2)])
-    return {**SURROGATES, **calibration_variants()}[name](space)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["gp", "addtree", "addtree_shared", "independent", "jenatton", "additive", "bark",
                                   "treed_bayes"])
@@ -115,7 +104,9 @@ def test_every_calibratable_surrogate_passes_100_simulations(name):
     """100 simulations per model, 2 x 25 draws (BARK thinned by its own default): each passes at family-wise
     0.05 (Bonferroni over its quantities): a correct sampler fails each with probability at most 0.05, and
     the seed is fixed."""
-    model = _calibration_model(name)
+    from optim.bench.runner import calibration_model
+
+    model, _ = calibration_model(name)
     thinning = max(2, int(model.sampler_defaults.get("thinning", 1)) if name == "bark" else 2)
     res = inference.calibrate(model, n_points=12 if name == "treed_bayes" else 8, num_simulations=100, seed=1,
                               num_warmup=150, num_samples=25, num_chains=2, thinning=thinning, progress=False)

@@ -537,22 +537,31 @@ def calibration_variants() -> dict:
     return {"treed_bayes": lambda space: Treed(space, partition="mcmc", likelihood="leaves", max_depth=2, min_leaf=3)}
 
 
-def cmd_calibrate(args) -> int:
-    """Simulation-based calibration of registered surrogates (inference.calibrate); appends one JSON line per
-    surrogate (quantities, the smallest p-value, the verdict, seconds) and writes its ECDF plot."""
-    import inference
+def calibration_model(name: str, dim: int = 2):
+    """(model, space label) of a registered surrogate or calibration variant, on the space it is calibrated on:
+    the conditional benchmark space for tree-space surrogates, else the unit cube of `dim` reals."""
     from optim.bench.problems import get_problem
     from optim.registry import SURROGATES
     from zoo import Real, Space
 
     models = {**SURROGATES, **calibration_variants()}
+    if name not in models:
+        raise ValueError(f"unknown surrogate {name!r}; known: {sorted(models)}")
+    if name in ("addtree", "addtree_shared", "jenatton", "independent"):
+        return models[name](get_problem(CONDITIONAL_SPACE).space), "conditional"
+    return models[name](Space([Real(f"x{i}", 0.0, 1.0) for i in range(dim)])), f"flat-{dim}"
+
+
+def cmd_calibrate(args) -> int:
+    """Simulation-based calibration of registered surrogates (inference.calibrate); appends one JSON line per
+    surrogate (quantities, the smallest p-value, the verdict, seconds) and writes its ECDF plot."""
+    import inference
+
     for name in args.surrogates:
-        if name not in models:
-            raise SystemExit(f"treezoo-bench calibrate: unknown surrogate {name!r}; known: {sorted(models)}")
-        conditional = name in ("addtree", "addtree_shared", "jenatton", "independent")
-        space = (get_problem(CONDITIONAL_SPACE).space if conditional
-                 else Space([Real(f"x{i}", 0.0, 1.0) for i in range(args.dim)]))
-        model = models[name](space)
+        try:
+            model, space_label = calibration_model(name, args.dim)
+        except ValueError as exc:
+            raise SystemExit(f"treezoo-bench calibrate: {exc}") from None
         settings = dict(num_warmup=args.warmup, num_samples=args.samples, num_chains=args.chains, thinning=args.thinning)
         if model.sampler_defaults.get("thinning", 1) > args.thinning:  # BARK's MH-only sweeps mix slowly
             settings["thinning"] = int(model.sampler_defaults["thinning"])
@@ -561,7 +570,7 @@ def cmd_calibrate(args) -> int:
         res.surrogate = name  # the registered name (the independent-leaf variant's model is a Jenatton too)
         print(res.table())
         worst = min(res.p_values, key=res.p_values.get)
-        record = {"surrogate": name, "space": "conditional" if conditional else f"flat-{args.dim}",
+        record = {"surrogate": name, "space": space_label,
                   "n_points": args.n_points, "simulations": args.simulations, "draws": res.num_draws,
                   "warm_start": args.warm_start, "settings": res.settings, "quantities": len(res.ranks),
                   "worst": worst, "min_p": res.p_values[worst], "level": res.level, "passed": res.passed,
