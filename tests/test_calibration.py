@@ -11,6 +11,8 @@ from zoo import GP
 
 # FAST_SAMPLER's sizes (tests/conftest.py), so the cold runs share the suite's compiled sampler
 FAST = dict(num_warmup=80, num_samples=8, num_chains=2, thinning=2, max_tree_depth=5)
+# the settings of BENCHMARKS.md's calibration table and of the slow test
+TABLE = dict(num_warmup=150, num_samples=25, num_chains=2, thinning=2)
 
 
 def test_the_uniformity_test_holds_its_size_and_has_power():
@@ -95,6 +97,50 @@ def test_the_sampled_partition_variant_simulates_from_its_prior():
         leaves_seen.add(int(leaf.sum()))
     assert {"lengthscale", "outputscale", "noise", "mean", "partition", "node_size"} <= set(sites)
     assert leaves_seen >= {1, 2}, leaves_seen  # the prior splits the root half the time
+
+
+def reduced_case(name):
+    """(model, n_points, sampler settings) of the default run's calibration of `name`: where the short FAST
+    settings mix, the spaces, sizes and settings that the suite's fixtures and trace runs (tests/trace_runs.py)
+    already compile, so that the check costs its sampler runs, not a compilation of its own."""
+    from optim.bench import get_problem
+    from optim.registry import SURROGATES
+    from tests.trace_runs import FLAT6
+    from zoo import Categorical, Integer, Real, Space
+    from zoo.bark import BARK
+    from zoo.treed import Treed
+
+    if name in ("addtree", "addtree_shared", "independent"):
+        return SURROGATES[name](get_problem("jenatton_small").space), 8, FAST
+    if name == "jenatton":  # 80 warm-up sweeps do not mix its noise (see the test): the table's settings
+        return SURROGATES[name](get_problem("jenatton_small").space), 8, TABLE
+    if name == "additive":
+        return SURROGATES[name](FLAT6), 8, FAST
+    if name == "bark":  # its moves need the table's thinning (25) to forget their prior start
+        mixed = Space([Real("a", 0.0, 1.0), Integer("k", 0, 4), Categorical("c", ("x", "y", "z"))])
+        return BARK(mixed, num_trees=3, max_depth=3), 8, {**TABLE, "num_samples": 8, "thinning": 25}
+    line = Space([Real("x", 0.0, 1.0)])  # treed_bayes: test_treed's fitted variant
+    return Treed(line, partition="mcmc", likelihood="leaves", max_depth=2, min_leaf=3), 12, FAST
+
+
+@pytest.mark.parametrize("name", ["addtree", "addtree_shared", "independent", "jenatton", "additive", "bark",
+                                  "treed_bayes"])
+def test_every_other_calibratable_surrogate_passes_a_reduced_calibration(name):
+    """The default run's version of the slow 100-simulation check below (the GP's is the 40-simulation test
+    above): 10 simulations, family-wise 0.05 with Bonferroni over the quantities, seed 0. A sampler that has
+    mixed fails with probability at most 0.05. At this size it catches a sampler that is grossly wrong
+    (draws that ignore the data put every log-likelihood rank at the top; stuck chains pile ranks at both
+    ends), not a subtle bias: that is the slow test's and BENCHMARKS.md's job.
+
+    It has caught short chains: with the suite's FAST settings (80 warm-up sweeps, 2 x 8 draws) Jenatton's
+    noise ranks piled at both ends (p = 0.002 against the level 0.0025: six of ten at rank 0 or >= 13 of 16)
+    and BARK's (60 sweeps, thinning 5) total leaf count sat above its draws (p < 0.001): those chains had not
+    forgotten their starts. Both models are checked here at the table's settings, where both pass; the BO
+    loop's defaults are longer still (300 warm-up sweeps, thinning 4)."""
+    model, n_points, settings = reduced_case(name)
+    res = inference.calibrate(model, n_points=n_points, num_simulations=10, seed=0, progress=False, **settings)
+    assert res.num_simulations == 10 and "log_likelihood" in res.ranks
+    assert res.passed, res.table()
 
 
 @pytest.mark.slow

@@ -150,11 +150,12 @@ def test_the_partition_moves_likelihood_change_is_the_model_density_change():
 
 @pytest.fixture(scope="module")
 def bayes_fit():
-    """treed_bayes fitted to a step function on [0, 1] (smooth left, rough right) with the shared fast settings."""
+    """treed_bayes (the calibrated variant: depth 2, 3 rows per leaf) fitted to a step function on [0, 1] (smooth
+    left, rough right) with the shared fast settings: the same compiled run as the reduced calibration."""
     rng = np.random.default_rng(4)
     X = rng.uniform(size=(16, 1))
     y = np.where(X[:, 0] < 0.5, 0.2 * X[:, 0], np.sin(30 * X[:, 0]))
-    model = Treed(LINE, partition="mcmc", likelihood="leaves")
+    model = Treed(LINE, partition="mcmc", likelihood="leaves", max_depth=2, min_leaf=3)
     return fast_sample(model, X, y, key=3)
 
 
