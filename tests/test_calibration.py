@@ -133,7 +133,7 @@ def test_every_other_calibratable_surrogate_passes_a_reduced_calibration(name):
     ends), not a subtle bias: that is the slow test's and BENCHMARKS.md's job.
 
     It has caught short chains: with the suite's FAST settings (80 warm-up sweeps, 2 x 8 draws) Jenatton's
-    noise ranks piled at both ends (p = 0.002 against the level 0.0025: six of ten at rank 0 or >= 13 of 16)
+    noise ranks piled at both ends (p = 0.002 against the level 0.0025: two of ten at 0, seven at 13-16 of 16)
     and BARK's (60 sweeps, thinning 5) total leaf count sat above its draws (p < 0.001): those chains had not
     forgotten their starts. Both models are checked here at the table's settings, where both pass; the BO
     loop's defaults are longer still (300 warm-up sweeps, thinning 4)."""

@@ -99,8 +99,8 @@ def other_models(names, seed=2, num_simulations=100):
     rng = np.random.default_rng(0)
     for name in names:
         model, _ = calibration_model(name)
-        res = inference.calibrate(model, n_points=N, num_simulations=num_simulations, seed=seed, num_warmup=150, num_samples=25,
-                                  num_chains=2, thinning=2, progress=False)
+        res = inference.calibrate(model, n_points=N, num_simulations=num_simulations, seed=seed, num_warmup=150,
+                                  num_samples=25, num_chains=2, thinning=2, progress=False)
         smallest = min(res.p_values, key=res.p_values.get)
         print(f"{name}, seed {seed}: {'pass' if res.passed else 'FAIL'}, smallest p {res.p_values[smallest]:.3f} "
               f"({smallest}) against the level {res.level:.4f}", flush=True)
