@@ -103,24 +103,19 @@ def reduced_case(name):
     """(model, n_points, sampler settings) of the default run's calibration of `name`: where the short FAST
     settings mix, the spaces, sizes and settings that the suite's fixtures and trace runs (tests/trace_runs.py)
     already compile, so that the check costs its sampler runs, not a compilation of its own."""
-    from optim.bench import get_problem
-    from optim.registry import SURROGATES
-    from tests.trace_runs import FLAT6
+    from optim.bench.runner import calibration_model, calibration_variants
     from zoo import Categorical, Integer, Real, Space
     from zoo.bark import BARK
-    from zoo.treed import Treed
 
-    if name in ("addtree", "addtree_shared", "independent"):
-        return SURROGATES[name](get_problem("jenatton_small").space), 8, FAST
-    if name == "jenatton":  # 80 warm-up sweeps do not mix its noise (see the test): the table's settings
-        return SURROGATES[name](get_problem("jenatton_small").space), 8, TABLE
-    if name == "additive":
-        return SURROGATES[name](FLAT6), 8, FAST
     if name == "bark":  # its moves need the table's thinning (25) to forget their prior start
         mixed = Space([Real("a", 0.0, 1.0), Integer("k", 0, 4), Categorical("c", ("x", "y", "z"))])
         return BARK(mixed, num_trees=3, max_depth=3), 8, {**TABLE, "num_samples": 8, "thinning": 25}
-    line = Space([Real("x", 0.0, 1.0)])  # treed_bayes: test_treed's fitted variant
-    return Treed(line, partition="mcmc", likelihood="leaves", max_depth=2, min_leaf=3), 12, FAST
+    if name == "treed_bayes":  # on test_treed's line, as its fitted fixture
+        return calibration_variants()[name](Space([Real("x", 0.0, 1.0)])), 12, FAST
+    # jenatton: 80 warm-up sweeps do not mix its noise (see the test), so the table's settings;
+    # additive: the 6 reals of its trace run
+    model, _ = calibration_model(name, dim=6 if name == "additive" else 2)
+    return model, 8, TABLE if name == "jenatton" else FAST
 
 
 @pytest.mark.parametrize("name", ["addtree", "addtree_shared", "independent", "jenatton", "additive", "bark",
