@@ -1,14 +1,17 @@
-"""The BO loop: ask/tell with save/load, and `minimize`.
+"""The BO loop: ask/tell with a run journal, and `minimize`.
 
 Each `ask` after the initial design fits the surrogate by MCMC (warm-started from the previous
 fit), builds the integrated acquisition over the posterior samples and maximizes it with the first of
-the surrogate's preferred optimizers (optim.registry) that can serve it. Randomness comes only from keys derived from
-(seed, number of evaluations so far), so the same seed gives the same run, and a run saved and
-loaded continues exactly as if it had not stopped.
+the surrogate's preferred optimizers (optim.registry) that can serve it. Several configurations may be in
+flight at once (`ask(n)`, or `ask()` again before `tell`): they enter the next proposal as fantasies
+(optim.batch). Randomness comes only from keys derived from (seed, index of the proposal), so the same
+seed gives the same run, and a run journalled (optim.journal) or saved and loaded continues exactly as if
+it had not stopped.
 """
 
 from __future__ import annotations
 
+import base64
 import enum
 import json
 import math
@@ -24,13 +27,17 @@ import numpy as np
 
 from inference import Posterior, WarmStart, sample
 from optim.acquisition import UCB, get_acquisition
+from optim.batch import check_batch_strategy, with_pending
 from optim.integrated import AcquisitionFunction
+from optim.journal import JOURNAL_FORMAT, KIND, Journal, is_journal, read_journal, write_json_atomically
+from optim.journal import write_journal_atomically
+from optim.parallel import SerialExecutor, as_executor, evaluate_concurrently
 from optim.registry import make_surrogate, optimizer_from_dict, optimizer_to_dict, resolve_optimizer
 from optim.transforms import check_output_transform, check_value_for, transform_outputs
 from zoo.base import NoiselessForm, Surrogate, offers
 from zoo.space import Space
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # JSON snapshots (`save`); 1: before several evaluations could be pending (still loads)
 #: largest |objective value| shown to a model: squares and differences of larger values overflow float64
 MAX_ABS_VALUE = 1e100
 #: statuses a history record may have; only "ok" values reach the model
@@ -120,17 +127,21 @@ class BayesOpt:
 
     >>> opt = BayesOpt(space, surrogate="gp", seed=0)
     >>> config = opt.ask(); opt.tell(config, f(config))
+    >>> batch = opt.ask(4)   # four distinct configurations to evaluate in parallel, told in any order
 
     `optimizer`: None (the surrogate's preferred optimizer for the acquisition), a registered name
     ("lbfgs", "vertex_ucb", "two_step", "mip", or one added by `optim.register_optimizer`), a settings
     instance (`LBFGSConfig(...)`, `MIPConfig(...)`), or a (name, settings) pair. An optimizer the
     surrogate cannot serve is refused here, before any evaluation is spent.
+    `batch_strategy`: how configurations in flight enter the next proposal ("believer" or "liar",
+    see optim.batch). `journal`: a path; every ask and tell is appended to it as it happens
+    (optim.journal), and an existing journal of the same run is resumed (one of another run is refused).
     """
 
     def __init__(self, space: Space, surrogate="gp", acquisition=None, seed: int = 0,
                  n_init: int | None = None, sampler: SamplerSettings | None = None,
                  optimizer=None, design: str = "sobol", output_transform: str = "none",
-                 deterministic: bool = False):
+                 deterministic: bool = False, batch_strategy: str = "believer", journal=None):
         if not isinstance(space, Space):
             raise TypeError(f"space must be a zoo.Space, got {type(space).__name__}")
         if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
@@ -165,15 +176,20 @@ class BayesOpt:
             raise ValueError(f"n_init must be >= 1, got {n_init!r}")
         # defaults come from the surrogate: BARK wants 4 chains and a long first burn-in, and a MIP
         self.sampler = sampler if sampler is not None else SamplerSettings.for_surrogate(self.surrogate)
+        self.batch_strategy = check_batch_strategy(batch_strategy)
         self.history: list[dict] = []
         self.posterior: Posterior | None = None
         self._warm: WarmStart | None = None
         self._since_fit = 0  # BO iterations since the last MCMC run (see SamplerSettings.refit_every)
-        self._pending: dict | None = None
+        self._pending: list[dict] = []  # asked, not told: {"index", "config", "source", fit/acq info}
         self.design = design
         self._design = initial_design(space, self.n_init, self.seed, design)
         # the model sees transform(y) (monotone: same minimizer); the history keeps the user's values
         self.output_transform = check_output_transform(output_transform)
+        self.journal: Journal | None = None
+        self.resumed = 0  # evaluations found in an existing journal at construction
+        if journal is not None:
+            self._attach_journal(journal)
 
     @staticmethod
     def default_n_init(space: Space) -> int:
@@ -198,51 +214,81 @@ class BayesOpt:
     def best_value(self):
         return None if self.best is None else self.best["value"]
 
+    @property
+    def pending(self) -> list[dict]:
+        """The configurations asked and not yet told (in flight), oldest first."""
+        return [dict(p["config"]) for p in self._pending]
+
     # ------------------------------------------------------------------ ask
-    def ask(self) -> dict:
-        """The next configuration to evaluate (the same one again until it is told)."""
-        if self._pending is not None:
-            return dict(self._pending["config"])
-        step = len(self.history)
-        info = {"fit_seconds": 0.0, "acq_seconds": 0.0, "acq_value": None}
-        obs = self.observations
-        if step < self.n_init:
-            config, source = self._design[step], "init"
-        elif self.surrogate is None:
-            config, source = self._random(step), "random"
-        elif len(obs) < 2:
-            config, source = self._random(step), "random:too-few-observations"
-        else:
-            config, source, info = self._suggest(step, obs)
-        self._pending = {"config": config, "source": source, **info}
-        return dict(config)
+    def ask(self, n: int | None = None):
+        """The next configuration to evaluate, or with `n` a list of n distinct ones (a batch).
+
+        Every call proposes new configurations: those already asked and not told are in flight, and
+        the proposals avoid them (optim.batch). After a restart, `pending` lists the evaluations that
+        were in flight."""
+        if n is None:
+            return self._propose(1)[0]
+        if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
+            raise ValueError(f"ask(n) needs an integer n >= 1, got {n!r}")
+        return self._propose(int(n))
+
+    def _propose(self, n: int) -> list[dict]:
+        out, fitted = [], False
+        for _ in range(n):
+            step = len(self.history) + len(self._pending)  # the proposal's index: seeds derive from it
+            info = {"fit_seconds": 0.0, "acq_seconds": 0.0, "acq_value": None}
+            obs = self.observations
+            warm = None
+            if step < self.n_init:
+                config, source = self._design[step], "init"
+            elif self.surrogate is None:
+                config, source = self._random(step), "random"
+            elif len(obs) < 2:
+                config, source = self._random(step), "random:too-few-observations"
+            else:  # one MCMC fit per call; the other proposals of a batch condition it on the pending ones
+                config, source, info = self._suggest(step, obs, refit=not fitted)
+                if not fitted:
+                    warm = self._warm
+                fitted = True
+            entry = {"index": step, "config": config, "source": source, **info}
+            if self.journal is not None:
+                self.journal.append({"event": "ask", **entry,
+                                     "warm_start": None if warm is None else _tree_to_b64(warm._asdict())})
+            self._pending.append(entry)
+            out.append(dict(config))
+        return out
 
     def _random(self, step: int) -> dict:
         return self.space.sample(1, seed=derive_seed(self.seed, step, Stream.RANDOM))[0]
 
-    def _suggest(self, step: int, obs: list[dict]):
+    def _suggest(self, step: int, obs: list[dict], refit: bool = True):
         s = self.sampler
         X = self.space.encode([h["config"] for h in obs])
         y = transform_outputs([h["value"] for h in obs], self.output_transform)
         t0 = time.perf_counter()
-        cold = self._warm is None
-        if not cold and self._since_fit + 1 < s.refit_every and self.posterior is not None:
-            self._since_fit += 1
-            self.posterior = self.posterior.conditioned_on(X, y)
-        else:
-            self._since_fit = 0
-            self.posterior = sample(
-                self.surrogate, X, y, derive_seed(self.seed, step, Stream.SAMPLER),
-                num_warmup=s.cold_warmup if cold else s.warm_warmup, num_samples=s.num_samples,
-                num_chains=s.num_chains, thinning=s.thinning, init=self._warm, max_tree_depth=s.max_tree_depth)
-        self._warm = self.posterior.last_state
+        if refit:
+            cold = self._warm is None
+            if not cold and self._since_fit + 1 < s.refit_every and self.posterior is not None:
+                self._since_fit += 1
+                self.posterior = self.posterior.conditioned_on(X, y)
+            else:
+                self._since_fit = 0
+                self.posterior = sample(
+                    self.surrogate, X, y, derive_seed(self.seed, step, Stream.SAMPLER),
+                    num_warmup=s.cold_warmup if cold else s.warm_warmup, num_samples=s.num_samples,
+                    num_chains=s.num_chains, thinning=s.thinning, init=self._warm, max_tree_depth=s.max_tree_depth)
+            self._warm = self.posterior.last_state
         t1 = time.perf_counter()
-        acqf = AcquisitionFunction(self.posterior, self.acquisition, best=float(np.min(y)),
+        X_pending = (self.space.encode([p["config"] for p in self._pending]) if self._pending
+                     else np.zeros((0, X.shape[1])))
+        posterior = with_pending(self.batch_strategy, self.posterior, X, y, X_pending)
+        acqf = AcquisitionFunction(posterior, self.acquisition, best=float(np.min(y)),
                                    t=step - self.n_init + 1)
         rng = np.random.default_rng(derive_seed(self.seed, step, Stream.OPTIMIZER))
         x, value, extra = self.optimizer_entry.optimize(acqf, self.space, rng, self.optimizer)
         config, source = self.space.decode(x), "bo"
-        if np.any(np.all(np.abs(X - self.space.encode(config)) < 1e-12, axis=1)):
+        seen = np.vstack([X, X_pending])
+        if np.any(np.all(np.abs(seen - self.space.encode(config)) < 1e-12, axis=1)):
             config, source = self._random(step), "random:duplicate"
         info = {"fit_seconds": t1 - t0, "acq_seconds": time.perf_counter() - t1, "acq_value": float(value)}
         if isinstance(extra, dict):  # e.g. the MIP's status, gap and whether it fell back to the pool
@@ -251,9 +297,10 @@ class BayesOpt:
 
     # ------------------------------------------------------------------ tell
     def tell(self, config: dict, value=None, *, error: str | None = None) -> None:
-        """Record an evaluation. NaN/inf values, values beyond MAX_ABS_VALUE and `error=` (a failed
-        evaluation) are kept in the history with their status but never shown to the model. A bad config or
-        value (or one the output transform cannot take) raises and changes nothing."""
+        """Record an evaluation, of a pending configuration (in any order) or of one the user chose.
+        NaN/inf values, values beyond MAX_ABS_VALUE and `error=` (a failed evaluation) are kept in the
+        history with their status but never shown to the model. A bad config or value (or one the output
+        transform cannot take) raises and changes nothing."""
         config = self.space.validate(config)
         if error is not None and value is not None:
             raise ValueError("tell() takes a value or error='...' (a failed evaluation), not both")
@@ -268,48 +315,47 @@ class BayesOpt:
             if status == "ok" and abs(value) > MAX_ABS_VALUE:  # standardizing it would overflow
                 status, error = "out_of_range", (f"|value| = {abs(value):.3g} exceeds {MAX_ABS_VALUE:g}, the largest "
                                                  "magnitude the models take; kept in the history, not modelled")
-        pending = self._pending
-        if pending is not None and self.space.encode(pending["config"]).tolist() == self.space.encode(config).tolist():
-            record, self._pending = {k: v for k, v in pending.items() if k != "config"}, None
+        row = self.space.encode(config).tolist()
+        match = next((i for i, p in enumerate(self._pending) if self.space.encode(p["config"]).tolist() == row), None)
+        if match is not None:
+            pending = self._pending[match]
+            record = {k: v for k, v in pending.items() if k not in ("config", "index")}
         else:
             record = {"source": "user", "fit_seconds": 0.0, "acq_seconds": 0.0, "acq_value": None}
-        self.history.append({"config": config, "value": value, "status": status, "error": error, **record})
+        record = {"config": config, "value": value, "status": status, "error": error, **record}
+        if self.journal is not None:  # durable before the state changes: a failed write loses nothing
+            self.journal.append({"event": "tell", "index": None if match is None else self._pending[match]["index"],
+                                 "record": record})
+        if match is not None:
+            del self._pending[match]
+        self.history.append(record)
 
     # ------------------------------------------------------------------ persistence
-    def state_dict(self) -> dict:
+    def settings_dict(self) -> dict:
+        """What defines the run (space and settings), as JSON: a journal's header, a snapshot's first keys."""
         acq = self.acquisition
         return {
-            "format": FORMAT_VERSION, "space": self.space.to_dict(), "surrogate": self.surrogate_spec,
+            "space": self.space.to_dict(), "surrogate": self.surrogate_spec,
             "acquisition": {"name": acq.name, "beta": acq.beta if isinstance(acq, UCB) else None},
             "seed": self.seed, "n_init": self.n_init, "design": self.design, "output_transform": self.output_transform,
             "deterministic": self.deterministic, "sampler": asdict(self.sampler),
             "optimizer": (None if self.optimizer_entry is None
-                          else optimizer_to_dict(self.optimizer_entry, self.optimizer)), "history": self.history,
-            "pending": self._pending,
-            "warm_start": None if self._warm is None else _tree_to_json(self._warm._asdict()),
+                          else optimizer_to_dict(self.optimizer_entry, self.optimizer)),
+            "batch_strategy": self.batch_strategy,
         }
 
+    def state_dict(self) -> dict:
+        return {"format": FORMAT_VERSION, **self.settings_dict(), "history": self.history, "pending": self._pending,
+                "warm_start": None if self._warm is None else _tree_to_json(self._warm._asdict())}
+
     def save(self, path) -> None:
-        """Write the whole run (space, settings, history, MCMC warm start) as JSON."""
-        with open(path, "w") as f:
-            json.dump(self.state_dict(), f)
+        """Write the whole run (space, settings, history, pending, MCMC warm start) as one JSON snapshot,
+        atomically: a crash leaves the previous snapshot or this one. For a run that is written as it goes,
+        pass ``journal=`` instead."""
+        write_json_atomically(path, self.state_dict())
 
     @classmethod
-    def load(cls, path, surrogate=None) -> "BayesOpt":
-        """Resume a saved run; pass `surrogate=` for a custom (unregistered) surrogate object."""
-        with open(path) as f:
-            try:
-                d = json.load(f)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: not a saved treezoo run (invalid or truncated JSON: {exc})") from None
-        if not isinstance(d, dict):
-            raise ValueError(f"{path}: not a saved treezoo run (a JSON {type(d).__name__}, not an object)")
-        if d.get("format") != FORMAT_VERSION:
-            raise ValueError(f"{path}: unsupported format {d.get('format')!r}")
-        missing = sorted({"space", "surrogate", "acquisition", "seed", "n_init", "sampler", "optimizer", "history",
-                          "pending", "warm_start"} - set(d))
-        if missing:
-            raise ValueError(f"{path}: not a complete saved treezoo run; missing {missing}")
+    def _from_settings(cls, d: dict, surrogate=None) -> "BayesOpt":
         space = Space.from_dict(d["space"])
         acq = d["acquisition"]
         acquisition = UCB(beta=acq["beta"]) if acq["name"] == "ucb" else acq["name"]
@@ -318,20 +364,136 @@ class BayesOpt:
         if d["optimizer"] is not None and surrogate != "random":
             name, config = optimizer_from_dict(d["optimizer"])
             optimizer = config if name is None else (name, config)
-        opt = cls(space, surrogate=surrogate,
-                  acquisition=acquisition, seed=d["seed"], n_init=d["n_init"],
-                  sampler=SamplerSettings(**d["sampler"]), optimizer=optimizer,
-                  design=d.get("design", "sobol"), output_transform=d.get("output_transform", "none"),
-                  deterministic=d.get("deterministic", False))
+        return cls(space, surrogate=surrogate, acquisition=acquisition, seed=d["seed"], n_init=d["n_init"],
+                   sampler=SamplerSettings(**d["sampler"]), optimizer=optimizer,
+                   design=d.get("design", "sobol"), output_transform=d.get("output_transform", "none"),
+                   deterministic=d.get("deterministic", False), batch_strategy=d.get("batch_strategy", "believer"))
+
+    @classmethod
+    def load(cls, path, surrogate=None) -> "BayesOpt":
+        """Resume a journal or a saved snapshot, read-only (to append to a journal, construct the run with
+        ``journal=path``); pass `surrogate=` for a custom (unregistered) surrogate object."""
+        if is_journal(path):
+            records = read_journal(path)
+            opt = cls._from_settings(records[0]["run"], surrogate)
+            opt._replay(path, records[1:])
+            return opt
+        d = _read_snapshot(path)
+        opt = cls._from_settings(d, surrogate)
+        opt._restore_snapshot(path, d)
+        return opt
+
+    def _restore_snapshot(self, path, d: dict) -> None:
+        space = self.space
         try:
-            opt.history = [_checked_record(space, h) for h in d["history"]]
-            if d["pending"] is not None:
-                opt._pending = dict(d["pending"], config=space.validate(d["pending"]["config"]))
+            self.history = [_checked_record(space, h) for h in d["history"]]
+            pending = d["pending"]
+            if isinstance(pending, dict):  # format 1: at most one pending configuration
+                pending = [dict(pending, index=len(self.history))]
+            self._pending = [dict(p, config=space.validate(p["config"])) for p in (pending or [])]
         except (ValueError, TypeError, KeyError) as exc:
             raise ValueError(f"{path}: damaged history or pending evaluation: {exc}") from None
         if d["warm_start"] is not None:
-            opt._warm = WarmStart(**_tree_from_json(d["warm_start"]))
-        return opt
+            self._warm = WarmStart(**_tree_from_json(d["warm_start"]))
+
+    def _replay(self, path, events: list[dict]) -> None:
+        """Rebuild history, pending evaluations and warm start from a journal's events, checking each."""
+        for number, e in enumerate(events, start=2):
+            try:
+                if e["event"] == "ask":
+                    entry = {k: v for k, v in e.items() if k not in ("event", "warm_start")}
+                    entry["config"] = self.space.validate(entry["config"])
+                    self._pending.append(entry)
+                    if e.get("warm_start") is not None:
+                        self._warm = WarmStart(**_tree_from_json(e["warm_start"]))
+                elif e["event"] == "tell":
+                    record = _checked_record(self.space, e["record"])
+                    if e["index"] is not None:
+                        match = next(i for i, p in enumerate(self._pending) if p["index"] == e["index"])
+                        del self._pending[match]
+                    self.history.append(record)
+                elif e["event"] == "warm":  # the MCMC state of a migrated snapshot
+                    self._warm = WarmStart(**_tree_from_json(e["warm_start"]))
+                else:
+                    raise ValueError(f"unknown event {e['event']!r}")
+            except (ValueError, TypeError, KeyError, StopIteration) as exc:
+                raise ValueError(f"{path}: line {number} of the journal is not a valid event: {exc!r}") from None
+
+    def _attach_journal(self, path) -> None:
+        """Open `path` for appending: a new journal gets this run's header; an existing one of the same run
+        is replayed (and continued); a legacy JSON snapshot is migrated; another run's is refused."""
+        check_save_folder(path)
+        header = {"event": "start", "kind": KIND, "format": JOURNAL_FORMAT,
+                  "run": json.loads(json.dumps(self.settings_dict()))}
+        if os.path.exists(path) and os.path.getsize(path) > 0 and not is_journal(path):
+            self._migrate_snapshot(path, header)
+        journal = Journal(path)
+        try:
+            if not journal.records:
+                journal.append(header)
+            else:
+                first = journal.records[0]
+                if first.get("kind") != KIND or first.get("format") != JOURNAL_FORMAT:
+                    raise ValueError(f"{path}: not a treezoo journal of format {JOURNAL_FORMAT}")
+                differ = [k for k in header["run"] if first["run"].get(k) != header["run"][k]]
+                if differ:
+                    raise ValueError(
+                        f"{path} holds a different run (it differs in {', '.join(differ)}); pass another path, "
+                        "or the same settings to resume it")
+                self._replay(path, journal.records[1:])
+                self.resumed = len(self.history)
+        except BaseException:
+            journal.close()
+            raise
+        self.journal = journal
+
+    def _migrate_snapshot(self, path, header: dict) -> None:
+        """Turn a JSON snapshot of this run (an older checkpoint) into a journal in place, atomically."""
+        d = _read_snapshot(path)
+        differ = [k for k in header["run"] if k in d and json.loads(json.dumps(d[k])) != header["run"][k]]
+        if differ:
+            raise ValueError(f"{path} is a saved run of different settings (it differs in {', '.join(differ)}); "
+                             "pass another path, or the same settings to resume it")
+        old = type(self)._from_settings(d, self.surrogate if self.surrogate_spec == "custom" else None)
+        old._restore_snapshot(path, d)
+        events = [header] + [{"event": "tell", "index": None, "record": h} for h in old.history]
+        warm = None if old._warm is None else _tree_to_b64(old._warm._asdict())
+        events += [{"event": "ask", **p, "warm_start": None} for p in old._pending]
+        if warm is not None:
+            events.append({"event": "warm", "warm_start": warm})
+        write_journal_atomically(path, events)
+        warnings.warn(f"{path}: a JSON snapshot of this run was converted to a journal ({len(old.history)} "
+                      "evaluations kept); it is now appended to as the run goes on", stacklevel=4)
+
+    def close(self) -> None:
+        """Close the journal (releasing its lock); the run can be resumed from it later."""
+        if self.journal is not None:
+            self.journal.close()
+            self.journal = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _read_snapshot(path) -> dict:
+    """A JSON snapshot written by `save`, checked for the keys a run needs."""
+    with open(path) as f:
+        try:
+            d = json.load(f)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: not a saved treezoo run (invalid or truncated JSON: {exc})") from None
+    if not isinstance(d, dict):
+        raise ValueError(f"{path}: not a saved treezoo run (a JSON {type(d).__name__}, not an object)")
+    if d.get("format") not in (1, FORMAT_VERSION):
+        raise ValueError(f"{path}: unsupported format {d.get('format')!r}")
+    missing = sorted({"space", "surrogate", "acquisition", "seed", "n_init", "sampler", "optimizer", "history",
+                      "pending", "warm_start"} - set(d))
+    if missing:
+        raise ValueError(f"{path}: not a complete saved treezoo run; missing {missing}")
+    return d
 
 
 def _checked_record(space: Space, h) -> dict:
@@ -350,9 +512,20 @@ def _tree_to_json(tree):
                                   tree)
 
 
+def _tree_to_b64(tree):
+    """Arrays as base64 of their bytes (exact, and about half the size of JSON lists): the journal's form."""
+    def leaf(a):
+        a = np.ascontiguousarray(a)
+        return {"dtype": str(a.dtype), "shape": list(a.shape), "b64": base64.b64encode(a.tobytes()).decode()}
+    return jax.tree_util.tree_map(leaf, tree)
+
+
 def _tree_from_json(tree):
     if isinstance(tree, dict) and set(tree) == {"dtype", "data"}:
         return np.asarray(tree["data"], dtype=tree["dtype"])
+    if isinstance(tree, dict) and set(tree) == {"dtype", "shape", "b64"}:
+        raw = base64.b64decode(tree["b64"])
+        return np.frombuffer(raw, dtype=tree["dtype"]).reshape(tree["shape"]).copy()
     return {k: _tree_from_json(v) for k, v in tree.items()}
 
 
@@ -380,17 +553,29 @@ class Result:
 
 def minimize(objective: Callable[[dict], float], space: Space, surrogate="gp", budget: int = 50,
              seed: int = 0, n_init: int | None = None, acquisition=None, progress: bool = False,
-             checkpoint=None, callback: Callable | None = None, **settings) -> Result:
+             checkpoint=None, callback: Callable | None = None, n_workers: int | None = None, executor=None,
+             timeout: float | None = None, **settings) -> Result:
     """Minimize `objective(config) -> float` over `space` with `budget` evaluations.
 
     The first `n_init` evaluations are a scrambled Sobol design (default: max(dim + 1, number of
     paths), capped at 20 and at the budget); `settings` may pass `design="paths"` so that the first
     points cover every root-to-leaf path once. An objective that raises or returns NaN/inf is
     recorded as a failed evaluation (it counts toward the budget and is never shown to the model).
-    `checkpoint`: a path saved after every evaluation, for `BayesOpt.load`. `progress`: a tqdm bar.
-    `settings`: `sampler=SamplerSettings(...)`, `optimizer=` (see `BayesOpt`), `design="sobol"|"paths"`, `output_transform="none"|"log"|"yeo-johnson"` (the model fits a
-    monotone transform of the values: for heavy-tailed objectives), `deterministic=True` (the objective
-    returns exact values, e.g. a simulation: the model's noise prior moves to
+    `checkpoint`: a journal path (optim.journal): every evaluation is appended as it happens, and
+    calling `minimize` again with the same path and settings resumes the run (the budget counts the
+    evaluations already there; those in flight when it stopped are evaluated again). `progress`: a tqdm bar.
+
+    Parallel evaluation: `n_workers` evaluations run at once on `executor` (any
+    `concurrent.futures.Executor`, or a `dask.distributed.Client`; default: a pool of spawned processes,
+    so `objective` must be picklable), and a worker is given a new proposal as soon as it is free.
+    `timeout`: seconds after which a running evaluation is recorded as failed. With one worker (the
+    default) evaluations run in this thread and the run is reproducible bit for bit; with more, which
+    results arrive first decides what the model has seen at each proposal, so runs vary with timing.
+
+    `settings`: `sampler=SamplerSettings(...)`, `optimizer=` (see `BayesOpt`), `design="sobol"|"paths"`,
+    `batch_strategy="believer"|"liar"` (optim.batch), `output_transform="none"|"log"|"yeo-johnson"` (the
+    model fits a monotone transform of the values: for heavy-tailed objectives), `deterministic=True` (the
+    objective returns exact values, e.g. a simulation: the model's noise prior moves to
     `zoo.base.NOISELESS_PRIOR`); unset, they default to what the surrogate asks for.
     """
     if not callable(objective):
@@ -400,38 +585,45 @@ def minimize(objective: Callable[[dict], float], space: Space, surrogate="gp", b
     _check_n_init(n_init)
     if n_init is not None and n_init > budget:
         raise ValueError(f"n_init={n_init} exceeds budget={budget}: the initial design must fit in the budget")
+    if n_workers is not None and (not isinstance(n_workers, (int, np.integer)) or isinstance(n_workers, bool)
+                                  or n_workers < 1):
+        raise ValueError(f"n_workers must be an integer >= 1, got {n_workers!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, numbers.Real)
+                                or not timeout > 0 or not math.isfinite(timeout)):
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    executor, n_workers = as_executor(executor, n_workers)
+    if timeout is not None and isinstance(executor, SerialExecutor):  # a call in this thread cannot be stopped
+        executor = None  # the default process pool (of one worker)
     if n_init is None and isinstance(space, Space):
         n_init = min(BayesOpt.default_n_init(space), int(budget))
     if checkpoint is not None:
         check_save_folder(checkpoint)
-    opt = BayesOpt(space, surrogate=surrogate, acquisition=acquisition, seed=seed, n_init=n_init, **settings)
+    opt = BayesOpt(space, surrogate=surrogate, acquisition=acquisition, seed=seed, n_init=n_init,
+                   journal=checkpoint, **settings)
+    if opt.resumed or opt.pending:
+        warnings.warn(f"{checkpoint}: resuming the run journalled there: {len(opt.history)} evaluations done, "
+                      f"{len(opt.pending)} in flight when it stopped (evaluated again), budget {budget}",
+                      stacklevel=2)
     bar = None
     if progress:
         from tqdm.auto import tqdm
-        bar = tqdm(total=int(budget), desc=f"treezoo[{opt.surrogate_spec}]", unit="eval")
+        bar = tqdm(total=int(budget), initial=min(len(opt.history), int(budget)),
+                   desc=f"treezoo[{opt.surrogate_spec}]", unit="eval")
+
+    def after_tell(running: int) -> None:
+        if callback is not None:
+            callback(opt)
+        if bar is not None:
+            bar.update(1)
+            postfix = {} if n_workers == 1 else {"running": running}
+            if opt.best_value is not None:
+                postfix["best"] = f"{opt.best_value:.6g}"
+            bar.set_postfix(postfix)
+
     try:
-        for _ in range(int(budget)):
-            config = opt.ask()
-            try:
-                value = objective(dict(config))
-            except Exception as exc:  # a failing objective is data, not a crash
-                opt.tell(config, error=f"{type(exc).__name__}: {exc}")
-                warnings.warn(f"objective raised {type(exc).__name__}: {exc}; recorded as failed", stacklevel=2)
-            else:
-                try:
-                    opt.tell(config, value)
-                except (TypeError, ValueError) as exc:  # not a real scalar, or not one the transform takes
-                    opt.tell(config, error=str(exc))
-                    warnings.warn(f"{exc}; recorded as failed", stacklevel=2)
-            if checkpoint is not None:
-                opt.save(checkpoint)
-            if callback is not None:
-                callback(opt)
-            if bar is not None:
-                bar.update(1)
-                if opt.best_value is not None:
-                    bar.set_postfix(best=f"{opt.best_value:.6g}")
+        evaluate_concurrently(opt, objective, int(budget), executor, n_workers, timeout, after_tell)
     finally:
         if bar is not None:
             bar.close()
+        opt.close()
     return Result(opt.best_config, opt.best_value, opt.history, opt.posterior, opt)

@@ -1,0 +1,277 @@
+"""Batch and asynchronous ask/tell, evaluation on executors (threads, processes, Dask), and the run journal:
+durable appends, resume, one writer at a time, and runs killed with SIGKILL at random moments."""
+
+import concurrent.futures as cf
+import functools
+import json
+import multiprocessing
+import os
+import random
+import signal
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+from optim import BayesOpt, minimize
+from optim.journal import Journal, JournalLocked, read_journal
+from tests import objectives
+from tests.conftest import FAST_OPTIMIZER, FAST_SAMPLER
+from tests.trace_runs import N_INIT, RUNS, SEED, get_problem
+from tests.test_traces import HEAVY, PINNED, SAME_MACHINE
+
+FAST = dict(sampler=FAST_SAMPLER, optimizer=FAST_OPTIMIZER)
+
+
+def _problem(name):
+    problem, surrogate, settings, _ = RUNS[name]
+    if isinstance(problem, tuple):
+        return problem[0], problem[1], surrogate, settings
+    p = get_problem(problem)
+    return p, p.space, surrogate, settings
+
+
+# ---------------------------------------------------------------------- batches and pending points
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in HEAVY else n
+                                  for n in sorted(RUNS) if n != "addtree_ucb"])
+def test_ask_n_gives_distinct_model_proposals_for_every_surrogate_kind(name):
+    """The trace runs' settings and initial design (so the cold fit is the compiled one the traces use).
+    Without the pending points entering the proposals, the 2nd and 3rd would repeat the 1st and be
+    replaced by random points ("random:duplicate")."""
+    objective, space, surrogate, settings = _problem(name)
+    opt = minimize(objective, space, surrogate, budget=N_INIT, seed=SEED, n_init=N_INIT, **settings).optimizer
+    batch = opt.ask(3)
+    assert len(batch) == 3 and opt.pending == batch
+    assert len({json.dumps(space.encode(c).tolist()) for c in batch}) == 3
+    for c in batch:
+        assert space.validate(c) == c
+    if SAME_MACHINE:  # the first of a batch is the sequential run's proposal, bit for bit
+        assert batch[0] == PINNED[name][N_INIT]["config"]
+    # told out of order, one failed: each record keeps its own proposal's source
+    opt.tell(batch[2], objective(batch[2]))
+    opt.tell(batch[0], error="the cluster lost this job")
+    opt.tell(batch[1], objective(batch[1]))
+    expected = "random" if surrogate == "random" else "bo"
+    assert [h["source"] for h in opt.history[N_INIT:]] == [expected] * 3
+    assert [h["status"] for h in opt.history[N_INIT:]] == ["ok", "error", "ok"]
+    assert [h["config"] for h in opt.history[N_INIT:]] == [batch[2], batch[0], batch[1]] and opt.pending == []
+
+
+def test_both_batch_strategies_spread_a_batch_and_the_liar_spreads_it_further(flat2):
+    """On the 2-D bowl after 6 points, a batch of 4 under each strategy: all from the model, distinct.
+    The constant liar (every pending point assumed as good as the best) pushes the batch apart at least
+    as far as the believer; a seed where it does not would show a strategy that ignores its fantasies."""
+    spreads = {}
+    for strategy in ("believer", "liar"):
+        opt = BayesOpt(flat2, "gp", seed=2, n_init=6, batch_strategy=strategy, **FAST)
+        for c in opt.ask(6):
+            opt.tell(c, objectives.bowl(c))
+        X = flat2.encode(opt.ask(4))
+        spreads[strategy] = min(np.linalg.norm(X[i] - X[j]) for i in range(4) for j in range(i))
+        assert [p["source"] for p in opt._pending] == ["bo"] * 4
+    assert spreads["believer"] > 1e-3 and spreads["liar"] > 1e-3
+    with pytest.raises(ValueError, match="batch_strategy"):
+        BayesOpt(flat2, "gp", batch_strategy="kriging")
+    with pytest.raises(ValueError, match="n >= 1"):
+        BayesOpt(flat2, "random").ask(0)
+
+
+def test_one_worker_on_an_executor_is_the_sequential_run_bit_for_bit(flat2):
+    sequential = minimize(objectives.bowl, flat2, "gp", budget=7, seed=1, n_init=4, **FAST)
+    with cf.ThreadPoolExecutor(1) as pool:
+        threaded = minimize(objectives.bowl, flat2, "gp", budget=7, seed=1, n_init=4, executor=pool, **FAST)
+    for key in ("config", "value", "source", "acq_value"):
+        assert [h[key] for h in threaded.history] == [h[key] for h in sequential.history]
+
+
+# ---------------------------------------------------------------------- executors
+def test_a_thread_pool_keeps_every_worker_busy_and_records_failures_and_timeouts(flat2):
+    lock, state = threading.Lock(), {"now": 0, "most": 0}
+
+    def tracked(c):
+        with lock:
+            state["now"] += 1
+            state["most"] = max(state["most"], state["now"])
+        try:
+            time.sleep(0.05)
+            return objectives.bowl_with_faults(c)
+        finally:
+            with lock:
+                state["now"] -= 1
+
+    os.environ["TREEZOO_TEST_PARENT"] = str(os.getpid())  # os._exit only in worker processes, never here
+    with pytest.warns(UserWarning), cf.ThreadPoolExecutor(4) as pool:
+        res = minimize(tracked, flat2, "random", budget=24, n_init=4, n_workers=4, executor=pool, timeout=1.0)
+    assert len(res.history) == 24 and state["most"] == 4
+    configs = [json.dumps(h["config"]) for h in res.history]
+    assert len(set(configs)) == 24
+    for h in res.history:
+        x0 = h["config"]["x0"]
+        if x0 > 0.9:
+            assert h["status"] == "error" and h["error"].startswith("timeout")
+        elif x0 < 0.1:
+            assert h["status"] == "error" and "simulation diverged" in h["error"]
+        else:
+            assert h["status"] == "ok" and h["value"] == objectives.bowl(h["config"])
+
+
+def test_the_default_process_pool_survives_exceptions_hangs_and_a_dying_worker(flat2):
+    os.environ["TREEZOO_TEST_PARENT"] = str(os.getpid())
+    t0 = time.monotonic()
+    with pytest.warns(UserWarning):
+        res = minimize(objectives.bowl_with_faults, flat2, "random", budget=20, n_init=4, n_workers=2, timeout=2.0,
+                       seed=5)
+    assert len(res.history) == 20
+    by_region = {"raise": [], "hang": [], "die": [], "ok": []}
+    for h in res.history:
+        x0 = h["config"]["x0"]
+        region = "raise" if x0 < 0.1 else "hang" if x0 > 0.9 else "die" if 0.4 < x0 < 0.55 else "ok"
+        by_region[region].append(h)
+    # each worker is its own process: a death or a kill (timeout) fails that evaluation only
+    assert by_region["ok"] and all(h["status"] == "ok" for h in by_region["ok"])
+    assert all("simulation diverged" in h["error"] for h in by_region["raise"])
+    assert all(h["error"].startswith("timeout") for h in by_region["hang"])
+    assert all("BrokenProcessPool" in h["error"] for h in by_region["die"])
+    assert by_region["raise"] and by_region["hang"] and by_region["die"], {k: len(v) for k, v in by_region.items()}
+    # the hung calls were killed at their timeout, not waited for (each would sleep 3 s)
+    assert time.monotonic() - t0 < 3.0 * len(by_region["hang"]) + 5
+
+
+def test_a_dask_local_cluster_runs_minimize_and_records_a_failing_and_a_hanging_worker(flat2):
+    distributed = pytest.importorskip("distributed")
+    os.environ["TREEZOO_TEST_PARENT"] = str(os.getpid())
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=3, processes=False, dashboard_address=None) as cl, \
+            distributed.Client(cl) as client, pytest.warns(UserWarning):
+        res = minimize(objectives.bowl_with_faults, flat2, "random", budget=15, n_init=4, executor=client,
+                       timeout=1.0, seed=3)  # seed 3: 1 raising and 1 hanging point in 15
+    assert len(res.history) == 15
+    statuses = {("raise" if h["config"]["x0"] < 0.1 else "hang" if h["config"]["x0"] > 0.9 else "ok"): h["status"]
+                for h in res.history}
+    assert statuses.get("ok") == "ok" and statuses.get("raise") == "error" and statuses.get("hang") == "error"
+
+
+def test_bad_parallel_arguments_are_refused_before_any_evaluation(flat2):
+    def never(c):
+        raise AssertionError("evaluated")
+    for kwargs, message in [({"n_workers": 0}, "n_workers"), ({"timeout": -1}, "timeout"),
+                            ({"executor": object()}, "Executor")]:
+        with pytest.raises((ValueError, TypeError), match=message):
+            minimize(never, flat2, "random", budget=3, **kwargs)
+
+
+# ---------------------------------------------------------------------- the journal
+def test_a_journalled_run_resumes_where_it_stopped_and_refuses_another_run(flat2, tmp_path):
+    path = tmp_path / "run.jsonl"
+    straight = minimize(objectives.bowl, flat2, "gp", budget=7, seed=1, n_init=4, **FAST)
+    with BayesOpt(flat2, "gp", seed=1, n_init=4, journal=path, **FAST) as opt:
+        for _ in range(5):
+            c = opt.ask()
+            opt.tell(c, objectives.bowl(c))
+        opt.ask()  # in flight when the driver stops
+    with pytest.warns(UserWarning, match="resuming.*5 evaluations done, 1 in flight"):
+        resumed = minimize(objectives.bowl, flat2, "gp", budget=7, seed=1, n_init=4, checkpoint=path, **FAST)
+    assert [h["config"] for h in resumed.history] == [h["config"] for h in straight.history]
+    assert BayesOpt.load(path).history == resumed.history
+    with pytest.raises(ValueError, match="different run.*seed"):
+        BayesOpt(flat2, "gp", seed=2, n_init=4, journal=path, **FAST)
+    events = [e["event"] for e in read_journal(path)]
+    assert events[0] == "start" and events.count("tell") == 7 and events.count("ask") == 7  # the in-flight one re-run, not re-asked
+
+
+def test_one_writer_at_a_time_and_the_lock_dies_with_its_process(flat2, tmp_path):
+    path = tmp_path / "run.jsonl"
+    first = BayesOpt(flat2, "random", journal=path)
+    with pytest.raises(JournalLocked, match="another process"):
+        BayesOpt(flat2, "random", journal=path)
+    first.close()
+    ctx = multiprocessing.get_context("fork")
+    ready = ctx.Event()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # JAX's note that fork and threads do not mix: no JAX runs
+        child = ctx.Process(target=_hold_journal, args=(flat2, str(path), ready))
+        child.start()
+    try:
+        assert ready.wait(30)
+        with pytest.raises(JournalLocked):
+            Journal(path)
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.join()
+    Journal(path).close()  # the killed holder left no stale lock
+
+
+def _hold_journal(space, path, ready):
+    opt = BayesOpt(space, "random", journal=path)
+    ready.set()
+    time.sleep(60)
+    opt.close()
+
+
+def test_a_torn_last_line_is_dropped_and_a_damaged_line_is_refused(flat2, tmp_path):
+    path = tmp_path / "run.jsonl"
+    minimize(objectives.bowl, flat2, "random", budget=3, checkpoint=path)
+    intact = path.read_bytes()
+    path.write_bytes(intact + b'{"event":"tell","ind')  # a write cut short by a crash
+    with pytest.warns(UserWarning, match="incomplete last line"):
+        res = minimize(objectives.bowl, flat2, "random", budget=5, checkpoint=path)
+    assert len(res.history) == 5 and path.read_bytes().startswith(intact)
+    lines = path.read_bytes().split(b"\n")
+    lines[2] = lines[2][:-5]
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(ValueError, match="line 3 of the journal is damaged"):
+        BayesOpt.load(path)
+
+
+def test_an_old_json_checkpoint_is_migrated_to_a_journal_and_continued(flat2, tmp_path):
+    path = tmp_path / "run.json"
+    opt = BayesOpt(flat2, "random", seed=3, n_init=2)
+    for _ in range(4):
+        c = opt.ask()
+        opt.tell(c, objectives.bowl(c))
+    opt.save(path)
+    with pytest.warns(UserWarning, match="converted to a journal"):
+        res = minimize(objectives.bowl, flat2, "random", budget=6, seed=3, n_init=2, checkpoint=path)
+    straight = minimize(objectives.bowl, flat2, "random", budget=6, seed=3, n_init=2)
+    assert res.history[:4] == opt.history and [h["config"] for h in res.history] == \
+        [h["config"] for h in straight.history]
+
+
+def test_runs_killed_with_sigkill_at_random_moments_lose_at_most_the_evaluation_in_flight(flat2, tmp_path):
+    """20 times: a child process runs `minimize` on the journal and is killed with SIGKILL after a random
+    time. Each time the journal must load and hold every evaluation that had returned (the objective
+    records it durably before returning) except at most one: the one returned but not yet told. Then
+    a last resume finishes the budget, and the told records of each stage are a prefix of the next."""
+    path, returned = tmp_path / "run.jsonl", tmp_path / "returned.txt"
+    budget, rng = 5000, random.Random(0)
+    ctx = multiprocessing.get_context("fork")
+    previous = []
+    for _ in range(20):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # JAX's fork note: the child runs no JAX
+            child = ctx.Process(target=_journalled_run, args=(flat2, str(path), str(returned), budget))
+            child.start()
+        time.sleep(rng.uniform(0.05, 0.5))
+        os.kill(child.pid, signal.SIGKILL)
+        child.join()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # a torn last line is expected and reported
+            history = BayesOpt.load(path).history if path.exists() and path.stat().st_size else []
+        told = {h["config"]["x0"] for h in history}
+        came_back = {float(line) for line in returned.read_text().split()} if returned.exists() else set()
+        assert told <= came_back and len(came_back - told) <= 1, (len(came_back - told))
+        assert history[:len(previous)] == previous
+        previous = history
+    assert 0 < len(previous) < budget
+    _journalled_run(flat2, str(path), str(returned), len(previous) + 5)  # a resume finishes its budget
+    final = BayesOpt.load(path).history
+    assert len(final) == len(previous) + 5 and final[:len(previous)] == previous
+    assert len({h["config"]["x0"] for h in final}) == len(final)  # nothing evaluated twice into the history
+
+
+def _journalled_run(space, path, returned, budget):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        minimize(functools.partial(objectives.recorded_bowl, path=returned), space, "random", budget=budget,
+                 n_init=4, checkpoint=path)
