@@ -33,6 +33,17 @@ def finite_nonnegative(text: str) -> float:
     return value
 
 
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     from optim.bench.problems import PROBLEMS
     from optim.registry import available
@@ -53,14 +64,29 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--n-init", type=integer_at_least(1), default=None, help="initial Sobol design size")
     run.add_argument("--seed", type=integer_at_least(0), default=0)
     run.add_argument("--noise", type=finite_nonnegative, default=0.0, help="observation noise std added to the problem")
-    run.add_argument("--save", default=None, help="save the run (JSON) after every evaluation")
+    run.add_argument("--save", default=None,
+                     help="journal the run to this file as it goes; an existing journal of the same run is resumed")
+    run.add_argument("--workers", type=integer_at_least(1), default=None,
+                     help="evaluations run at once (a process pool; with --dask-scheduler: the cluster's threads)")
+    run.add_argument("--dask-scheduler", default=None, metavar="ADDRESS",
+                     help="evaluate on a Dask cluster (e.g. tcp://host:8786); needs pip install 'treezoo[dask]'")
+    run.add_argument("--timeout", type=positive_seconds, default=None,
+                     help="seconds after which a running evaluation is recorded as failed")
+    run.add_argument("--batch-strategy", default="believer", choices=["believer", "liar"],
+                     help="how evaluations in flight enter the next proposals (default believer)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     sub.add_parser("problems", help="list built-in problems")
     sub.add_parser("surrogates", help="list registered surrogates")
     return p
 
 
+def _short_warning(message, category, filename, lineno, line=None) -> str:
+    return f"treezoo: {message}\n"
+
+
 def main(argv=None) -> int:
+    import warnings
+    warnings.formatwarning = _short_warning  # a user reads the message, not our source line
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command == "run":
@@ -74,7 +100,7 @@ def main(argv=None) -> int:
                 check_save_folder(args.save)
             except ValueError as exc:
                 parser.error(f"--save {exc}")
-    from optim.bench.problems import PROBLEMS, get_problem
+    from optim.bench.problems import PROBLEMS, ProblemByName, get_problem
     from optim.registry import available
 
     if args.command == "problems":
@@ -91,18 +117,43 @@ def main(argv=None) -> int:
     problem = get_problem(args.problem, noise_std=args.noise, seed=args.seed)
     try:  # the surrogate, acquisition and options are checked before any evaluation is spent
         BayesOpt(problem.space, surrogate=args.surrogate, acquisition=args.acquisition, seed=args.seed,
-                 n_init=args.n_init, output_transform=args.output_transform, deterministic=args.deterministic)
+                 n_init=args.n_init, output_transform=args.output_transform, deterministic=args.deterministic,
+                 batch_strategy=args.batch_strategy)
     except (ValueError, TypeError) as exc:
         parser.error(str(exc))
+    executor = None
+    if args.dask_scheduler is not None:
+        try:
+            from distributed import Client
+        except ImportError:
+            parser.error("--dask-scheduler needs Dask: pip install 'treezoo[dask]'")
+        try:
+            executor = Client(args.dask_scheduler, timeout=30)
+        except (OSError, ValueError, TypeError) as exc:
+            parser.error(f"--dask-scheduler {args.dask_scheduler}: cannot connect ({exc})")
     print(f"treezoo: minimizing {problem.name} (dim {problem.space.dim}, {len(problem.space.paths)} path(s)) "
           f"with surrogate={args.surrogate}, acquisition={args.acquisition or 'default'}, budget={args.budget}, "
           f"seed={args.seed}" + (", deterministic" if args.deterministic else ""),
           flush=True)
+    if args.workers or executor is not None:
+        print(f"treezoo: {args.workers or 'all'} evaluations at once on "
+              + (f"the Dask cluster at {args.dask_scheduler}" if executor is not None else "a process pool"), flush=True)
     t0 = time.perf_counter()
-    result = minimize(problem, problem.space, surrogate=args.surrogate, budget=args.budget, seed=args.seed,
-                      n_init=args.n_init, acquisition=args.acquisition, progress=not args.quiet,
-                      checkpoint=args.save, output_transform=args.output_transform,
-                      deterministic=args.deterministic)
+    try:
+        # worker processes get a problem that pickles (by name); in this process, the problem itself
+        objective = problem if (args.workers or 1) == 1 and executor is None and args.timeout is None else \
+            ProblemByName(args.problem, noise_std=args.noise, seed=args.seed)
+        result = minimize(objective, problem.space, surrogate=args.surrogate, budget=args.budget, seed=args.seed,
+                          n_init=args.n_init, acquisition=args.acquisition, progress=not args.quiet,
+                          checkpoint=args.save, output_transform=args.output_transform,
+                          deterministic=args.deterministic, n_workers=args.workers, executor=executor,
+                          timeout=args.timeout, batch_strategy=args.batch_strategy)
+    except ValueError as exc:  # e.g. --save names the journal of another run
+        print(f"treezoo: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if executor is not None:
+            executor.close()
     failed = sum(h['status'] != 'ok' for h in result.history)
     if result.best_value is None:
         first = next((h["error"] for h in result.history if h["error"]), "non-finite values")

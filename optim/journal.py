@@ -64,6 +64,14 @@ def is_journal(path) -> bool:
     return isinstance(head, dict) and head.get("kind") == KIND
 
 
+def read_header(path) -> dict | None:
+    """The run settings in a journal's header, or None if `path` is not a journal."""
+    if not is_journal(path):
+        return None
+    with open(path, "rb") as f:
+        return json.loads(f.readline())["run"]
+
+
 def read_journal(path) -> list[dict]:
     """Every whole record of a journal (a torn last line is ignored), for reading without appending."""
     with open(path, "rb") as f:

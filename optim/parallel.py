@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing
+import pickle
 import time
 import warnings
 from concurrent.futures.process import BrokenProcessPool
@@ -82,6 +83,16 @@ class OwnProcessPool:
                 self._retire(i)  # still running (the driver was interrupted): stop it
             elif pool is not None:
                 pool.shutdown(wait=True)
+
+
+def check_picklable(objective) -> None:
+    """Refuse, before any evaluation, an objective that the default process pool cannot send to a worker."""
+    try:
+        pickle.dumps(objective)
+    except Exception as exc:
+        raise TypeError(f"with n_workers > 1 (or a timeout) the objective runs in worker processes and must pickle, "
+                        f"and this one does not ({type(exc).__name__}: {exc}): define it at module level (not a "
+                        "lambda or a local function), or pass executor=concurrent.futures.ThreadPoolExecutor(...)") from None
 
 
 def as_executor(executor, n_workers: int | None):

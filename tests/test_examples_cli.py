@@ -46,14 +46,15 @@ def test_example_runs(name, monkeypatch, tmp_path, capsys):
 
 
 def test_cli_run_and_listings(capsys, tmp_path):
-    save = tmp_path / "run.json"
-    # the initial design only: the options reach the run and its save (BO steps: the quickstart and trace runs)
+    save = tmp_path / "run.jsonl"
+    # the initial design only: the options reach the run and its journal (BO steps: the quickstart and trace runs)
     assert cli.main(["run", "--problem", "jenatton_small", "--surrogate", "gp", "--budget", "5", "--n-init", "5",
                      "--quiet", "--save", str(save), "--output-transform", "log", "--deterministic"]) == 0
     out = capsys.readouterr().out
     assert "best value:" in out and "regret:" in out and "best config:" in out
-    saved = json.loads(save.read_text())
-    assert len(saved["history"]) == 5 and saved["output_transform"] == "log" and saved["deterministic"]
+    header, *events = [json.loads(line) for line in save.read_text().splitlines()]
+    saved = header["run"]
+    assert sum(e["event"] == "tell" for e in events) == 5 and saved["output_transform"] == "log" and saved["deterministic"]
     assert saved["optimizer"]["name"] == "lbfgs"
     assert cli.main(["problems"]) == 0 and "hartmann6" in capsys.readouterr().out
     assert cli.main(["surrogates"]) == 0 and "random" in capsys.readouterr().out
@@ -86,6 +87,8 @@ def test_bench_run_resume_and_table(tmp_path, capsys):
     (["--noise", "nan"], "--noise: must be a finite number >= 0"),
     (["--budget", "3", "--n-init", "5"], "--n-init 5 exceeds --budget 3"),
     (["--save", "/no/such/folder/run.json"], "does not exist"),
+    (["--workers", "0"], "--workers: must be >= 1, got 0"),
+    (["--timeout", "0"], "--timeout: must be a finite number > 0"),
     (["--surrogate", "bark", "--deterministic"], "no noiseless form"),
     (["--surrogate", "bark", "--acquisition", "ei"], "maximizes \\['ucb'\\] only"),
 ])

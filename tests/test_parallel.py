@@ -156,7 +156,8 @@ def test_bad_parallel_arguments_are_refused_before_any_evaluation(flat2):
     def never(c):
         raise AssertionError("evaluated")
     for kwargs, message in [({"n_workers": 0}, "n_workers"), ({"timeout": -1}, "timeout"),
-                            ({"executor": object()}, "Executor")]:
+                            ({"executor": object()}, "Executor"),
+                            ({"n_workers": 2}, "must pickle.*module level")]:  # a local function cannot go to a process
         with pytest.raises((ValueError, TypeError), match=message):
             minimize(never, flat2, "random", budget=3, **kwargs)
 
@@ -275,3 +276,23 @@ def _journalled_run(space, path, returned, budget):
         warnings.simplefilter("ignore", UserWarning)
         minimize(functools.partial(objectives.recorded_bowl, path=returned), space, "random", budget=budget,
                  n_init=4, checkpoint=path)
+
+
+def test_the_cli_runs_workers_resumes_its_journal_and_uses_a_dask_scheduler(tmp_path, capsys):
+    from optim import cli
+    journal = tmp_path / "run.jsonl"
+    base = ["run", "--problem", "hartmann6", "--surrogate", "random", "--quiet", "--save", str(journal)]
+    assert cli.main([*base, "--budget", "6", "--workers", "2"]) == 0
+    assert "2 evaluations at once on a process pool" in capsys.readouterr().out
+    first = BayesOpt.load(journal).history
+    assert cli.main([*base, "--budget", "9"]) == 0
+    captured = capsys.readouterr()
+    assert "evaluations: 9" in captured.out
+    assert BayesOpt.load(journal).history[:6] == first
+    assert cli.main([*base, "--budget", "9", "--seed", "1"]) == 2  # another run's journal: refused, untouched
+    assert "different run" in capsys.readouterr().err and len(BayesOpt.load(journal).history) == 9
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cl:
+        assert cli.main(["run", "--problem", "hartmann6", "--surrogate", "random", "--quiet", "--budget", "4",
+                         "--dask-scheduler", cl.scheduler_address]) == 0
+    assert "on the Dask cluster at" in capsys.readouterr().out

@@ -127,6 +127,9 @@ def test_initial_design_options_and_method_specs():
     assert split_method("gp:ei/log+deterministic") == ("gp", "ei", "log", True)
     with pytest.raises(ValueError, match="deterministic"):
         split_method("gp+exact")
+    from optim.bench.runner import batch_options
+    assert split_method("gp+q4+liar") == ("gp", None, "none", False) and batch_options("gp+q4+liar") == (4, "liar")
+    assert batch_options("gp") == (1, "believer") and batch_options("gp+deterministic+q2") == (2, "believer")
 
 
 def test_mixed_problems_of_the_bark_paper():

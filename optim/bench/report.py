@@ -263,6 +263,49 @@ def per_iteration_table(records, sizes) -> str:
     return "\n".join(lines)
 
 
+def parallel_table(records) -> str:
+    """Asynchronous runs by number of workers: the target is the sequential runs' median final regret; per
+    run, the evaluations and wall-clock seconds until the best value first reaches it."""
+    by_workers: dict[int, list] = {}
+    for r in records:
+        by_workers.setdefault(int(r["workers"]), []).append(r)
+    if 1 not in by_workers:
+        raise ValueError("parallel results need the 1-worker (sequential) runs: they set the target regret")
+    regret = {id(r): np.maximum(best_so_far(r["values"]) - r["optimum"], 0.0) for r in records}
+    target = float(np.median([regret[id(r)][-1] for r in by_workers[1]]))
+    seq_evals = seq_secs = None
+    lines = [f"Target: log10 regret {np.log10(max(target, 1e-12)):.2f} (the 1-worker runs' median at the budget).", "",
+             "| workers | runs | reached target | evaluations to target: median | x sequential | seconds to target: median "
+             "| wall-clock speed-up | log10 regret at budget: median | run seconds: median |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for w in sorted(by_workers):
+        rs = by_workers[w]
+        evals, secs = [], []
+        for r in rs:
+            hit = np.nonzero(regret[id(r)] <= target * (1 + 1e-9))[0]
+            evals.append(hit[0] + 1 if len(hit) else np.inf)
+            secs.append(r["tell_seconds"][hit[0]] if len(hit) else np.inf)
+        reached = sum(np.isfinite(evals))
+        e, t = float(np.median(evals)), float(np.median(secs))
+        if w == 1:
+            seq_evals, seq_secs = e, t
+        final = float(np.median([np.log10(max(regret[id(r)][-1], 1e-12)) for r in rs]))
+        fmt = (lambda x, d: "not reached" if not np.isfinite(x) else f"{x:.{d}f}")
+        ratio = e / seq_evals if np.isfinite(e) and seq_evals else np.inf
+        speed = seq_secs / t if np.isfinite(t) else 0.0
+        lines.append(f"| {w} | {len(rs)} | {reached}/{len(rs)} | {fmt(e, 0)} | {fmt(ratio, 2)} | {fmt(t, 0)} | "
+                     f"{speed:.2f} | {final:.2f} | {float(np.median([r['seconds'] for r in rs])):.0f} |")
+    return "\n".join(lines)
+
+
+def journal_table(rows) -> str:
+    lines = ["| evaluations already in the run | journal: ms per evaluation (ask + tell) | JSON snapshot (`save`): "
+             "ms per evaluation | journal size |", "|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['n']} | {r['journal_ms']:.2f} | {r['snapshot_ms']:.2f} | {r['journal_bytes'] / 1024:.0f} KiB |")
+    return "\n".join(lines)
+
+
 def timing_table(rows) -> str:
     lines = ["| n | d | fit s/iter (warm start) | acquisition s/iter | total s/iter | "
              "first iteration: cold fit + acq (compiling) |", "|---|---|---|---|---|---|"]
@@ -388,7 +431,7 @@ _BLOCK = re.compile(r"(<!-- treezoo-bench: (?P<args>.*?) -->\n)(?P<body>.*?)(<!-
 def render_block(args: str, base_dir: str) -> str:
     """The text of one block: `regret FILES --at B..`, `best FILES --at B..`, `hits FILES --below L --at B..`,
     `wilcoxon FILES --reference M --at B`,
-    `periter FILES --at N..`, `regression FILE [--reference M]`, `regression-data FILE [--reference M]`, `timing FILE`, `compiles FILE`, `paths FILE`, `scaling FILE`, `f1 FILES --at B..`, `calibration FILE`;
+    `periter FILES --at N..`, `regression FILE [--reference M]`, `regression-data FILE [--reference M]`, `timing FILE`, `compiles FILE`, `paths FILE`, `scaling FILE`, `f1 FILES --at B..`, `calibration FILE`, `parallel FILE`, `journal FILE`;
     FILES is a comma-separated list of results files."""
     argv = shlex.split(args)
     kind, paths = argv[0], [os.path.join(base_dir, p) for p in argv[1].split(",")]
@@ -434,6 +477,10 @@ def render_block(args: str, base_dir: str) -> str:
         return f1_table(data, [int(b) for b in opts.get("at", ["50"])])
     if kind == "calibration":
         return calibration_table(data)
+    if kind == "parallel":
+        return parallel_table(data)
+    if kind == "journal":
+        return journal_table(data)
     raise ValueError(f"unknown block kind {kind!r}")
 
 

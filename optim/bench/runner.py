@@ -27,6 +27,7 @@ from multiprocessing import get_context
 
 import numpy as np
 
+from optim.batch import BATCH_STRATEGIES
 from optim.bench import report
 from optim.transforms import OUTPUT_TRANSFORMS
 
@@ -74,15 +75,42 @@ def methods_available() -> list[str]:
 
 
 def split_method(method: str) -> tuple[str, str | None, str, bool]:
-    """'surrogate[:acquisition][/output transform][+deterministic]' -> (surrogate, acquisition or None,
-    transform, deterministic): 'addtree:logei' is a non-default acquisition, 'gp/log' fits the GP to
-    log y, 'addtree+deterministic' tells the model the objective is exact (BayesOpt(deterministic=True))."""
-    spec, plus, flag = method.partition("+")
-    if plus and flag != "deterministic":
-        raise ValueError(f"unknown method option {flag!r} in {method!r}; the only option is '+deterministic'")
+    """'surrogate[:acquisition][/output transform][+deterministic][+qN][+liar]' -> (surrogate, acquisition or
+    None, transform, deterministic): 'addtree:logei' is a non-default acquisition, 'gp/log' fits the GP to
+    log y, 'addtree+deterministic' tells the model the objective is exact (BayesOpt(deterministic=True)).
+    The batch options are read by `batch_options`."""
+    spec, *flags = method.split("+")
+    for flag in flags:
+        if flag != "deterministic" and not _is_batch_flag(flag):
+            raise ValueError(f"unknown method option {flag!r} in {method!r}; the options are '+deterministic', "
+                             "'+qN' (synchronous batches of N) and '+liar' / '+believer' (the batch strategy)")
     spec, _, transform = spec.partition("/")
     name, _, acquisition = spec.partition(":")
-    return name, acquisition or None, transform or "none", bool(plus)
+    return name, acquisition or None, transform or "none", "deterministic" in flags
+
+
+def _is_batch_flag(flag: str) -> bool:
+    return flag in BATCH_STRATEGIES or (flag.startswith("q") and flag[1:].isdigit() and int(flag[1:]) >= 1)
+
+
+def batch_options(method: str) -> tuple[int, str]:
+    """(batch size, strategy) of a method: 'gp+q4+liar' proposes 4 at a time with the constant liar."""
+    flags = method.split("+")[1:]
+    q = next((int(f[1:]) for f in flags if f.startswith("q") and f[1:].isdigit()), 1)
+    strategy = next((f for f in flags if f in BATCH_STRATEGIES), "believer")
+    return q, strategy
+
+
+def run_batches(problem, surrogate, budget: int, seed: int, n_init: int, q: int, **settings) -> list[dict]:
+    """Synchronous batch BO: ask q, evaluate them, tell all, repeat (the regret-per-evaluation comparison of
+    batch strategies, free of the timing that decides an asynchronous run)."""
+    from optim.loop import BayesOpt
+
+    opt = BayesOpt(problem.space, surrogate=surrogate, seed=seed, n_init=n_init, **settings)
+    while len(opt.history) < budget:
+        for config in opt.ask(min(q, budget - len(opt.history))):
+            opt.tell(config, problem(config))
+    return opt.history
 
 
 def run_cell(method: str, problem_name: str, seed: int, budget: int, n_init: int, noise: float = 0.0,
@@ -103,11 +131,16 @@ def run_cell(method: str, problem_name: str, seed: int, budget: int, n_init: int
             history = peer.run(problem, budget, seed, initial_design(problem.space, n_init, seed, design))
         else:
             surrogate, acquisition, transform, deterministic = split_method(method)
+            q, strategy = batch_options(method)
             if surrogate in ABLATIONS:
                 surrogate = ABLATIONS[surrogate](problem.space)
-            history = minimize(problem, problem.space, surrogate=surrogate, budget=budget, seed=seed,
-                               n_init=n_init, acquisition=acquisition, design=design,
-                               output_transform=transform, deterministic=deterministic).history
+            settings = dict(acquisition=acquisition, design=design, output_transform=transform,
+                            deterministic=deterministic, batch_strategy=strategy)
+            if q > 1:
+                history = run_batches(problem, surrogate, budget, seed, n_init, q, **settings)
+            else:
+                history = minimize(problem, problem.space, surrogate=surrogate, budget=budget, seed=seed,
+                                   n_init=n_init, **settings).history
     except Exception as exc:  # one crashing run must not stop the others
         record.update(status="crashed", error=f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - t0)
         return record
@@ -434,6 +467,79 @@ def cmd_scaling(args) -> int:
     return 0
 
 
+def parallel_cell(problem_name: str, workers: int, seed: int, budget: int, n_init: int, sleep: float) -> dict:
+    """One asynchronous run with `workers` processes on a sleeping objective: values in the order they were
+    told and the wall-clock time of each tell."""
+    from optim.bench.problems import ProblemByName, get_problem
+    from optim.loop import minimize
+
+    problem = get_problem(problem_name)
+    t0, told = time.perf_counter(), []
+    res = minimize(ProblemByName(problem_name, sleep=sleep), problem.space, "gp", budget=budget, seed=seed,
+                   n_init=n_init, n_workers=workers, callback=lambda opt: told.append(time.perf_counter() - t0))
+    return {"problem": problem_name, "workers": workers, "seed": seed, "budget": budget, "n_init": n_init,
+            "sleep": sleep, "optimum": problem.optimum, "values": [h["value"] for h in res.history],
+            "tell_seconds": told, "fit_seconds": [h["fit_seconds"] for h in res.history],
+            "seconds": time.perf_counter() - t0, "date": datetime.date.today().isoformat(), "versions": _versions()}
+
+
+def cmd_parallel(args) -> int:
+    done = {(r["problem"], r["workers"], r["seed"], r["budget"], r["sleep"]) for r in report.load_records(args.out)}
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    # an untimed run first compiles every function a run of this length needs, so that no timed run pays it
+    parallel_cell(args.problem, 1, 0, args.budget, args.n_init, 0.0)
+    for seed in range(args.seeds):
+        for workers in args.workers:
+            if (args.problem, workers, seed, args.budget, args.sleep) in done:
+                continue
+            rec = parallel_cell(args.problem, workers, seed, args.budget, args.n_init, args.sleep)
+            with open(args.out, "a") as f:
+                f.write(json.dumps(rec) + "\n")
+            print(f"  {workers} workers seed {seed}: best {min(rec['values']):.4g} in {rec['seconds']:.0f} s", flush=True)
+    print(report.parallel_table(report.load_records(args.out)))
+    return 0
+
+
+def journal_cost(sizes, appends: int = 20, seed: int = 0) -> list[dict]:
+    """Seconds per evaluation spent writing the run to disk at several run lengths: the journal (one appended
+    line per ask and per tell) against rewriting a JSON snapshot (`BayesOpt.save`, the old checkpoint)."""
+    import tempfile
+
+    from optim.bench.problems import get_problem
+    from optim.loop import BayesOpt
+
+    problem = get_problem("hartmann6")
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        for n in sizes:
+            path = os.path.join(folder, f"run{n}.jsonl")
+            opt = BayesOpt(problem.space, "random", seed=seed, n_init=1, journal=path)
+            for _ in range(n):
+                c = opt.ask()
+                opt.tell(c, problem(c))
+            journal_s, snapshot_s = [], []
+            for _ in range(appends):  # the next evaluations, timed: one ask and one tell each
+                t0 = time.perf_counter()
+                c = opt.ask()
+                opt.tell(c, problem(c))
+                journal_s.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                opt.save(os.path.join(folder, "snapshot.json"))
+                snapshot_s.append(time.perf_counter() - t0)
+            opt.close()
+            rows.append({"n": n, "journal_ms": 1e3 * float(np.median(journal_s)),
+                         "snapshot_ms": 1e3 * float(np.median(snapshot_s)), "journal_bytes": os.path.getsize(path),
+                         "appends": appends, "date": datetime.date.today().isoformat()})
+    return rows
+
+
+def cmd_journal_cost(args) -> int:
+    rows = journal_cost(args.sizes)
+    print(report.journal_table(rows))
+    _write_json(args.out, rows)
+    return 0
+
+
 def cmd_compiles(args) -> int:
     from optim.bench.diagnostics import compile_count
     from optim.loop import BayesOpt
@@ -671,6 +777,17 @@ def main(argv=None) -> int:
     cb.add_argument("--seed", type=integer_at_least(0), default=0)
     cb.add_argument("--plots", default=None, help="folder for the ECDF-difference plots")
     cb.add_argument("--out", default=None, help="JSON lines file to append one record per surrogate to")
+    pl = sub.add_parser("parallel", help="asynchronous BO with several worker processes on a sleeping objective")
+    pl.add_argument("--problem", default="hartmann6", choices=sorted(PROBLEMS))
+    pl.add_argument("--workers", nargs="+", type=integer_at_least(1), default=[1, 2, 4, 8])
+    pl.add_argument("--seeds", type=integer_at_least(1), default=3)
+    pl.add_argument("--budget", type=integer_at_least(2), default=30)
+    pl.add_argument("--n-init", type=integer_at_least(1), default=7)
+    pl.add_argument("--sleep", type=finite_nonnegative, default=4.0, help="seconds each evaluation sleeps")
+    pl.add_argument("--out", default="benchmarks/results/parallel.jsonl")
+    jc = sub.add_parser("journal-cost", help="seconds per evaluation to journal a run, vs its length")
+    jc.add_argument("--sizes", nargs="+", type=integer_at_least(1), default=[10, 100, 1000])
+    jc.add_argument("--out", default=None)
     rd = sub.add_parser("render", help="regenerate the tables of a Markdown document from its results")
     rd.add_argument("document")
     rd.add_argument("--check", action="store_true", help="exit 1 if the document is out of date")
@@ -683,7 +800,7 @@ def main(argv=None) -> int:
             p.error(f"no such results file: {', '.join(missing)}")
     commands = {"run": cmd_run, "table": cmd_table, "timing": cmd_timing, "compiles": cmd_compiles, "paths": cmd_paths, "scaling": cmd_scaling,
                 "regression": cmd_regression, "regression-data": cmd_regression_data, "render": cmd_render, "bark-updates": cmd_bark_updates,
-                "calibrate": cmd_calibrate}
+                "calibrate": cmd_calibrate, "parallel": cmd_parallel, "journal-cost": cmd_journal_cost}
     try:
         return commands[args.command](args)
     except report.ResultsFileError as exc:

@@ -55,7 +55,40 @@ def get_problem(name: str, noise_std: float = 0.0, seed: int = 0) -> Problem:
     return PROBLEMS[name](noise_std=noise_std, seed=seed)
 
 
-__all__ = ["Problem", "PROBLEMS", "get_problem", "jenatton_small", "jenatton_large", "exp2d",
+class ProblemByName:
+    """A built-in problem that pickles as its name and settings, for evaluation in worker processes (the
+    problems hold local functions, which do not pickle): each process builds it at its first call.
+    `sleep` seconds are spent before each evaluation (a stand-in for an expensive experiment). Noise
+    comes from a stream per process (seeded by the seed and the process id): independent across
+    workers, not reproducible."""
+
+    def __init__(self, name: str, noise_std: float = 0.0, seed: int = 0, sleep: float = 0.0):
+        get_problem(name)  # an unknown name fails here, in the parent
+        self.name, self.noise_std, self.seed, self.sleep = name, float(noise_std), int(seed), float(sleep)
+        self._built = None
+
+    def __getstate__(self):
+        return {"name": self.name, "noise_std": self.noise_std, "seed": self.seed, "sleep": self.sleep}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state, _built=None)
+
+    def __call__(self, config: dict) -> float:
+        import os
+        import time
+
+        import numpy as np
+
+        if self._built is None:
+            self._built = (get_problem(self.name, seed=self.seed), np.random.default_rng([self.seed, os.getpid()]))
+        problem, rng = self._built
+        if self.sleep > 0:
+            time.sleep(self.sleep)
+        value = problem(config)
+        return value + self.noise_std * float(rng.standard_normal()) if self.noise_std > 0 else value
+
+
+__all__ = ["Problem", "PROBLEMS", "get_problem", "ProblemByName", "jenatton_small", "jenatton_large", "exp2d",
            "hartmann6", "styblinski_tang",
            "mlp_tuning", "compression", "tree_function", "discrete_ackley", "discrete_rosenbrock", "pest_control",
            "additive_gp", "hartmann6_permuted", "rkhs1d", "bowl_basin4"]
