@@ -238,13 +238,12 @@ class BayesOpt:
         for _ in range(n):
             step = len(self.history) + len(self._pending)  # the proposal's index: seeds derive from it
             info = {"fit_seconds": 0.0, "acq_seconds": 0.0, "acq_value": None}
-            obs = self.observations
             warm = None
             if step < self.n_init:
                 config, source = self._design[step], "init"
             elif self.surrogate is None:
                 config, source = self._random(step), "random"
-            elif len(obs) < 2:
+            elif len(obs := self.observations) < 2:
                 config, source = self._random(step), "random:too-few-observations"
             else:  # one MCMC fit per call; the other proposals of a batch condition it on the pending ones
                 config, source, info = self._suggest(step, obs, refit=not fitted)

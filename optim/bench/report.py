@@ -263,6 +263,28 @@ def per_iteration_table(records, sizes) -> str:
     return "\n".join(lines)
 
 
+def match_table(records, reference: str, at) -> str:
+    """Evaluations each method needs for its median regret (over seeds, per evaluation) to reach the
+    reference's median regret at `b` evaluations, for each b in `at`; the ratio to b is the sample
+    efficiency lost (a batch of q at 1.3 needs 30% more evaluations than sequential for the same regret)."""
+    groups = group(records)
+    lines = ["| problem | method | " + " | ".join(f"evaluations to {reference}'s median @{b} (ratio)" for b in at) + " |",
+             "|---|---|" + "---|" * len(at)]
+    for (problem, method), recs in sorted(groups.items()):
+        if method == reference or (problem, reference) not in groups:
+            continue
+        longest = max(len(r["values"]) for r in recs)  # where runs of a method have several budgets: the longest
+        ref = np.array([regret_trace(r)[:max(at)] for r in groups[(problem, reference)] if len(r["values"]) >= max(at)])
+        curve = np.median(np.array([regret_trace(r) for r in recs if len(r["values"]) == longest]), axis=0)
+        cells = []
+        for b in at:
+            target = np.median(ref[:, b - 1])
+            hit = np.nonzero(curve <= target * (1 + 1e-9))[0]
+            cells.append("not reached" if not len(hit) else f"{hit[0] + 1} ({(hit[0] + 1) / b:.2f})")
+        lines.append(f"| {problem} | {method} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def parallel_table(records) -> str:
     """Asynchronous runs by number of workers: the target is the sequential runs' median final regret; per
     run, the evaluations and wall-clock seconds until the best value first reaches it."""
@@ -431,7 +453,8 @@ _BLOCK = re.compile(r"(<!-- treezoo-bench: (?P<args>.*?) -->\n)(?P<body>.*?)(<!-
 def render_block(args: str, base_dir: str) -> str:
     """The text of one block: `regret FILES --at B..`, `best FILES --at B..`, `hits FILES --below L --at B..`,
     `wilcoxon FILES --reference M --at B`,
-    `periter FILES --at N..`, `regression FILE [--reference M]`, `regression-data FILE [--reference M]`, `timing FILE`, `compiles FILE`, `paths FILE`, `scaling FILE`, `f1 FILES --at B..`, `calibration FILE`, `parallel FILE`, `journal FILE`;
+    `periter FILES --at N..`, `regression FILE [--reference M]`, `regression-data FILE [--reference M]`, `timing FILE`, `compiles FILE`, `paths FILE`, `scaling FILE`, `f1 FILES --at B..`, `calibration FILE`, `parallel FILE`, `journal FILE`,
+    `match FILES --reference M --at B..`;
     FILES is a comma-separated list of results files."""
     argv = shlex.split(args)
     kind, paths = argv[0], [os.path.join(base_dir, p) for p in argv[1].split(",")]
@@ -443,7 +466,8 @@ def render_block(args: str, base_dir: str) -> str:
             opts[key] = []
         else:
             opts[key].append(a)
-    data = ([r for p in paths for r in load_records(p)] if kind in ("regret", "best", "hits", "wilcoxon", "periter", "mip", "f1")
+    data = ([r for p in paths for r in load_records(p)] if kind in ("regret", "best", "hits", "wilcoxon", "periter", "mip", "f1",
+                                                                   "match")
             else load_records(paths[0]))
     if "problems" in opts and kind not in ("regression", "regression-data"):
         data = [r for r in data if r.get("problem") in opts["problems"]]
@@ -479,6 +503,8 @@ def render_block(args: str, base_dir: str) -> str:
         return calibration_table(data)
     if kind == "parallel":
         return parallel_table(data)
+    if kind == "match":
+        return match_table(data, opts["reference"][0], [int(b) for b in opts.get("at", ["50"])])
     if kind == "journal":
         return journal_table(data)
     raise ValueError(f"unknown block kind {kind!r}")
