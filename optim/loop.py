@@ -621,11 +621,11 @@ def minimize(objective: Callable[[dict], float], space: Space, surrogate="gp", b
         if callback is not None:
             callback(opt)
         if bar is not None:
-            bar.update(1)
             postfix = {} if n_workers == 1 else {"running": running}
             if opt.best_value is not None:
                 postfix["best"] = f"{opt.best_value:.6g}"
-            bar.set_postfix(postfix)
+            bar.set_postfix(postfix, refresh=False)  # drawn once, by the update
+            bar.update(1)
 
     try:
         evaluate_concurrently(opt, objective, int(budget), executor, n_workers, timeout, after_tell)

@@ -299,3 +299,11 @@ def test_the_cli_runs_workers_resumes_its_journal_and_uses_a_dask_scheduler(tmp_
         assert cli.main(["run", "--problem", "hartmann6", "--surrogate", "random", "--quiet", "--budget", "4",
                          "--dask-scheduler", cl.scheduler_address]) == 0
     assert "on the Dask cluster at" in capsys.readouterr().out
+
+
+def test_the_progress_bar_counts_evaluations_and_shows_how_many_are_running(flat2, capsys):
+    with cf.ThreadPoolExecutor(2) as pool:
+        minimize(objectives.sleepy_bowl, flat2, "random", budget=6, n_init=2, n_workers=2, executor=pool,
+                 progress=True)
+    err = capsys.readouterr().err
+    assert "6/6" in err and "running=" in err and "best=" in err
