@@ -271,16 +271,24 @@ def run_chain(kernel: Kernel, key, z0, discrete0, step_size, inverse_mass_matrix
     return values, stats, move_stats, kernel.warm_start(state)
 
 
+#: padded data rows up to which NUTS chains run in sequence rather than batched (`_build_run` says why)
+SEQUENTIAL_MAX_ROWS = 64
+
+
 def _build_run(surrogate, moves, num_warmup, num_samples, num_chains, thinning, cold, max_tree_depth,
                target_accept_prob):
     """The jitted run of `num_chains` chains for one configuration (a kernel chosen by whether the model has
     continuous sites).
 
-    NUTS chains run one after the other (`lax.map`), not batched with `vmap`: a batched while loop runs
-    until its slowest chain stops and a batched `cond` computes both branches, and batching NUTS's nested
-    loops dominated the compile time (GP, 9 reals, 2 chains: 13 s to compile, 0.75 s to run batched;
-    5 s and 0.2 s in sequence). Moves-only chains (BARK: no while loops) stay batched, which runs them
-    faster than in sequence."""
+    On up to SEQUENTIAL_MAX_ROWS padded rows, NUTS chains run one after the other (`lax.map`), not batched
+    with `vmap`: a batched while loop runs until its slowest chain stops, a batched `cond` computes both
+    branches, and batching NUTS's nested loops dominated the compile time (the GP on Jenatton small's 9
+    columns, 2 chains, 80 warm-up sweeps: 15 s for the first call and 0.9 s for a repeat batched, 6 s and
+    0.3 s in sequence). On more rows the chains' linear algebra dominates and runs faster batched
+    (BENCHMARKS.md, "Seconds per BO iteration": a warm fit at n = 100 took 7.2 s in sequence, 4.4 s
+    batched; at n = 50, 1.3 s and 1.9 s). Moves-only chains (BARK: no while loops) are always batched,
+    which runs them faster than in sequence (a cold BARK run of 300 + 640 sweeps: 7.9 s batched, 9.4 s in
+    sequence)."""
     def chain(key, z0, discrete0, step_size, inverse_mass_matrix, data):
         kernel = (gibbs_kernel(surrogate, moves, num_warmup, cold, max_tree_depth, target_accept_prob) if z0
                   else moves_kernel(surrogate, moves))
@@ -305,7 +313,7 @@ def _build_run(surrogate, moves, num_warmup, num_samples, num_chains, thinning, 
         else:
             has_nuts = bool(per_chain[0])
             one_chain, per_chain = (lambda *a: chain(*a, data)), (keys, *per_chain)
-        if has_nuts:
+        if has_nuts and data.X.shape[0] <= SEQUENTIAL_MAX_ROWS:
             return jax.lax.map(lambda a: one_chain(*a), per_chain)
         return jax.vmap(one_chain)(*per_chain)
     return jax.jit(run)
