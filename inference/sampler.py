@@ -5,8 +5,8 @@ Two kernels. `gibbs_kernel`: every discrete site is updated by its MH move, the 
 and gradient are refreshed, then one NUTS transition (NumPyro's HMC) moves the continuous sites.
 `moves_kernel`: for models whose every site is moved by MH (BARK), with no NUTS and no gradient; its
 potential is computed only when a draw is kept. `run_chain` drives either (warm-up sweeps, then a draw
-every `thinning` sweeps, one scan over all sweeps); NUTS chains run in sequence and moves-only chains
-batched (`_build_run` says why), and the whole run is one jitted function,
+every `thinning` sweeps, one scan over all sweeps); NUTS chains run in sequence on small data and
+batched on large, moves-only chains batched (`_build_run` says why), and the whole run is one jitted function,
 compiled once per (surrogate, settings, data bucket) through `zoo.compiled`, so a BO run that calls
 :func:`sample` every iteration compiles a handful of times. A previous :class:`Posterior` warm-starts
 every chain (state, step size and mass matrix).
@@ -240,7 +240,7 @@ def run_chain(kernel: Kernel, key, z0, discrete0, step_size, inverse_mass_matrix
     and compiled once, not once per phase. The warm-up block's draw is dropped."""
     k_init, k_warm, k_draw = jax.random.split(key, 3)
     state = kernel.init(k_init, z0, discrete0, step_size, inverse_mass_matrix, data)
-    # the warm-up sweeps' keys, then each draw's `thinning` keys (the keys of one scan per phase)
+    # the warm-up sweeps' keys, then each draw's `thinning` keys: the keys a scan per phase would split
     block_keys = jax.vmap(lambda k: jax.random.split(k, thinning))(jax.random.split(k_draw, num_samples))
     keys = jnp.concatenate([jax.random.split(k_warm, num_warmup),
                             block_keys.reshape((num_samples * thinning,) + block_keys.shape[2:])])
