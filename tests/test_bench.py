@@ -111,6 +111,27 @@ def test_hits_count_seeds_below_a_threshold_and_their_first_evaluation():
     assert "| p | m | 3 | 1/3 | 2/3 | 2, 4, - |" in table and "| q |" not in table
 
 
+def test_parallel_table_follows_the_median_run_over_evaluations_and_seconds():
+    """Worked by hand: the target is the 1-worker median regret after 3 evaluations, (2 + 3) / 2 = 2.5. The
+    1-worker median curve reaches it at evaluation 3 and second 3; the 4-worker one at evaluation 2 and at
+    0.6 s, when its second run tells 2 (median of 2.5 and 2): 3 / 0.6 = 5x sooner. The 8-worker run never does."""
+    def rec(workers, values, told):
+        return {"workers": workers, "values": values, "tell_seconds": told, "optimum": 0.0, "seconds": told[-1],
+                "fit_seconds": [0.0] * len(values)}
+    records = [rec(1, [4.0, 3.0, 2.0, 1.0], [1.0, 2.0, 3.0, 4.0]), rec(1, [5.0, 4.0, 3.0, 2.0], [1.0, 2.0, 3.0, 4.0]),
+               rec(4, [3.0, 2.5, 9.0, 9.0], [0.5, 0.5, 1.0, 1.0]), rec(4, [9.0, 2.0, 9.0, 9.0], [0.5, 0.6, 1.0, 1.0]),
+               rec(8, [9.0] * 4, [0.5, 0.5, 0.5, 0.5])]
+    table = report.parallel_table(records, at=3)
+    assert "log10 regret 0.40 (the 1-worker runs' median after 3 evaluations)" in table
+    assert "| 1 | 2 | 3 | 1.00 | 3 | 1.00 | 0.39 | 0.15 | 4 |" in table
+    assert "| 4 | 2 | 2 | 0.67 | 1 | 5.00 |" in table
+    assert "| 8 | 1 | not reached | not reached | not reached | not reached | 0.95 | 0.95 | 0 |" in table
+    with pytest.raises(ValueError, match="budget 4"):
+        report.parallel_table(records, at=5)
+    with pytest.raises(ValueError, match="1-worker"):
+        report.parallel_table(records[2:])
+
+
 def test_render_regenerates_blocks_and_check_detects_drift(tmp_path):
     out, _ = _run(tmp_path, ["random"])
     doc = tmp_path / "B.md"

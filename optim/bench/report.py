@@ -285,38 +285,62 @@ def match_table(records, reference: str, at) -> str:
     return "\n".join(lines)
 
 
-def parallel_table(records) -> str:
-    """Asynchronous runs by number of workers: the target is the sequential runs' median final regret; per
-    run, the evaluations and wall-clock seconds until the best value first reaches it."""
+def _first_at_or_below(curve, target) -> int | None:
+    """Index of the first entry of `curve` at or below `target` (relative slack 1e-9), or None."""
+    hit = np.nonzero(np.asarray(curve) <= target * (1 + 1e-9))[0]
+    return int(hit[0]) if len(hit) else None
+
+
+def _median_regret_over_time(runs, regret) -> tuple[np.ndarray, np.ndarray]:
+    """(times, median over runs of the best regret told by each time), at every time a run told a value;
+    a run that has told nothing yet counts as infinite regret."""
+    times = np.sort(np.concatenate([np.asarray(r["tell_seconds"], dtype=float) for r in runs]))
+    per_run = []
+    for r in runs:
+        told = np.searchsorted(np.asarray(r["tell_seconds"], dtype=float), times, side="right")
+        per_run.append(np.where(told > 0, regret[id(r)][np.maximum(told - 1, 0)], np.inf))
+    return times, np.median(np.array(per_run), axis=0)
+
+
+def parallel_table(records, at: int | None = None) -> str:
+    """Asynchronous runs by number of workers. The target is the 1-worker runs' median regret after `at`
+    evaluations (default: the budget). For each number of workers, the median over runs of the best regret is
+    followed against evaluations and against wall-clock seconds, and the table gives where it first reaches
+    the target (the match table's method, so that a median over runs of which some never reach it stays
+    defined)."""
     by_workers: dict[int, list] = {}
     for r in records:
         by_workers.setdefault(int(r["workers"]), []).append(r)
     if 1 not in by_workers:
         raise ValueError("parallel results need the 1-worker (sequential) runs: they set the target regret")
+    budget = min(len(r["values"]) for r in records)
+    at = budget if at is None else int(at)
+    if not 1 <= at <= budget:
+        raise ValueError(f"--at must be between 1 and the budget {budget}, got {at}")
     regret = {id(r): np.maximum(best_so_far(r["values"]) - r["optimum"], 0.0) for r in records}
-    target = float(np.median([regret[id(r)][-1] for r in by_workers[1]]))
+    target = float(np.median([regret[id(r)][at - 1] for r in by_workers[1]]))
+    log10 = (lambda x: f"{np.log10(max(x, 1e-12)):.2f}")
+    checkpoints = [at] if at == budget else [at, budget]
+    lines = [f"Target: log10 regret {log10(target)} (the 1-worker runs' median after {at} evaluations).", "",
+             "| workers | runs | evaluations to target | x sequential | seconds to target | wall-clock speed-up | "
+             + " | ".join(f"log10 regret @{b}: median" for b in checkpoints) + " | run seconds: median |",
+             "|---|---|---|---|---|---|" + "---|" * len(checkpoints) + "---|"]
     seq_evals = seq_secs = None
-    lines = [f"Target: log10 regret {np.log10(max(target, 1e-12)):.2f} (the 1-worker runs' median at the budget).", "",
-             "| workers | runs | reached target | evaluations to target: median | x sequential | seconds to target: median "
-             "| wall-clock speed-up | log10 regret at budget: median | run seconds: median |",
-             "|---|---|---|---|---|---|---|---|---|"]
     for w in sorted(by_workers):
         rs = by_workers[w]
-        evals, secs = [], []
-        for r in rs:
-            hit = np.nonzero(regret[id(r)] <= target * (1 + 1e-9))[0]
-            evals.append(hit[0] + 1 if len(hit) else np.inf)
-            secs.append(r["tell_seconds"][hit[0]] if len(hit) else np.inf)
-        reached = sum(np.isfinite(evals))
-        e, t = float(np.median(evals)), float(np.median(secs))
+        i = _first_at_or_below(np.median(np.array([regret[id(r)][:budget] for r in rs]), axis=0), target)
+        times, over_time = _median_regret_over_time(rs, regret)
+        j = _first_at_or_below(over_time, target)
+        evals, secs = (np.inf if i is None else i + 1), (np.inf if j is None else float(times[j]))
         if w == 1:
-            seq_evals, seq_secs = e, t
-        final = float(np.median([np.log10(max(regret[id(r)][-1], 1e-12)) for r in rs]))
+            seq_evals, seq_secs = evals, secs
         fmt = (lambda x, d: "not reached" if not np.isfinite(x) else f"{x:.{d}f}")
-        ratio = e / seq_evals if np.isfinite(e) and seq_evals else np.inf
-        speed = seq_secs / t if np.isfinite(t) else 0.0
-        lines.append(f"| {w} | {len(rs)} | {reached}/{len(rs)} | {fmt(e, 0)} | {fmt(ratio, 2)} | {fmt(t, 0)} | "
-                     f"{speed:.2f} | {final:.2f} | {float(np.median([r['seconds'] for r in rs])):.0f} |")
+        ratio = evals / seq_evals if np.isfinite(evals) else np.inf
+        speed = seq_secs / secs if np.isfinite(secs) else np.inf
+        medians = [float(np.median([np.log10(max(regret[id(r)][b - 1], 1e-12)) for r in rs])) for b in checkpoints]
+        lines.append(f"| {w} | {len(rs)} | {fmt(evals, 0)} | {fmt(ratio, 2)} | {fmt(secs, 0)} | {fmt(speed, 2)} | "
+                     + " | ".join(f"{m:.2f}" for m in medians)
+                     + f" | {float(np.median([r['seconds'] for r in rs])):.0f} |")
     return "\n".join(lines)
 
 
@@ -453,7 +477,7 @@ _BLOCK = re.compile(r"(<!-- treezoo-bench: (?P<args>.*?) -->\n)(?P<body>.*?)(<!-
 def render_block(args: str, base_dir: str) -> str:
     """The text of one block: `regret FILES --at B..`, `best FILES --at B..`, `hits FILES --below L --at B..`,
     `wilcoxon FILES --reference M --at B`,
-    `periter FILES --at N..`, `regression FILE [--reference M]`, `regression-data FILE [--reference M]`, `timing FILE`, `compiles FILE`, `paths FILE`, `scaling FILE`, `f1 FILES --at B..`, `calibration FILE`, `parallel FILE`, `journal FILE`,
+    `periter FILES --at N..`, `regression FILE [--reference M]`, `regression-data FILE [--reference M]`, `timing FILE`, `compiles FILE`, `paths FILE`, `scaling FILE`, `f1 FILES --at B..`, `calibration FILE`, `parallel FILE [--at B]`, `journal FILE`,
     `match FILES --reference M --at B..`;
     FILES is a comma-separated list of results files."""
     argv = shlex.split(args)
@@ -502,7 +526,7 @@ def render_block(args: str, base_dir: str) -> str:
     if kind == "calibration":
         return calibration_table(data)
     if kind == "parallel":
-        return parallel_table(data)
+        return parallel_table(data, int(opts["at"][0]) if "at" in opts else None)
     if kind == "match":
         return match_table(data, opts["reference"][0], [int(b) for b in opts.get("at", ["50"])])
     if kind == "journal":
