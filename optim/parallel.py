@@ -114,29 +114,36 @@ def as_executor(executor, n_workers: int | None):
 
 
 def evaluate_concurrently(opt, objective: Callable, budget: int, executor, n_workers: int,
-                          timeout: float | None, after_tell: Callable[[int], None]) -> None:
+                          timeout: float | None, after_tell: Callable[[int], None], propose_ahead: bool = False) -> None:
     """Run `opt` until its history holds `budget` evaluations, with up to `n_workers` in flight.
 
     Configurations pending in `opt` (in flight when an earlier driver stopped) are evaluated first. A call
     that raises, or whose result is not a real number, is told as failed; one still running `timeout`
     seconds after submission is told as failed ("timeout"): the default pool kills its process, another
     executor is asked to cancel it, and if it cannot (a running thread), the call keeps its worker until it
-    returns and its result is ignored. `after_tell(number running)` follows every tell."""
+    returns and its result is ignored. `after_tell(number running)` follows every tell.
+
+    `propose_ahead`: while every worker is busy, the driver fits and asks for the next configuration, so
+    that a worker that frees up is given it at once instead of waiting for a fit. The price is one more
+    pending point behind each proposal: it is made before the result that frees its worker is known."""
     own = OwnProcessPool(n_workers) if executor is None else None
     submit = own.submit if own is not None else executor.submit
     running: dict[cf.Future, tuple[dict, float]] = {}
     stuck: set[cf.Future] = set()  # timed out, still holding a worker
-    resubmit = opt.pending
+    ready = list(opt.pending)  # asked, not yet submitted: in flight when an earlier driver stopped, or ahead
     try:
         while len(opt.history) < budget:
             stuck = {f for f in stuck if not f.done()}
             free = min(n_workers - len(running) - len(stuck), budget - len(opt.history) - len(running))
             if free > 0:
-                batch, resubmit = resubmit[:free], resubmit[free:]
+                batch, ready = ready[:free], ready[free:]
                 if len(batch) < free:
                     batch += opt.ask(free - len(batch))
                 for config in batch:
                     running[submit(objective, dict(config))] = (config, time.monotonic())
+            if (propose_ahead and not ready and running and not any(f.done() for f in running)
+                    and len(opt.history) + len(running) < budget):
+                ready = opt.ask(1)  # every worker busy: the next proposal, made while they run
             wait_for = None
             if timeout is not None and running:
                 wait_for = max(0.0, min(t for _, t in running.values()) + timeout - time.monotonic())

@@ -155,6 +155,54 @@ def test_a_dask_local_cluster_runs_minimize_and_records_a_failing_and_a_hanging_
     assert statuses.get("ok") == "ok" and statuses.get("raise") == "error" and statuses.get("hang") == "error"
 
 
+def test_proposing_ahead_asks_while_every_worker_is_busy_and_feeds_a_freed_worker_at_once(flat2, monkeypatch):
+    """With propose_ahead, the driver asks for the next configuration while both workers run, so a freed
+    worker is given one without waiting for a fit; without it, the driver asks only once a worker is free.
+    A call counts as running from its submission until its objective returns. The very first call is shorter,
+    so that the two workers finish 0.1 s apart, not together."""
+    lock, running, calls, busy_at_ask = threading.Lock(), [0], [0], []
+    real_ask = BayesOpt.ask
+
+    def ask(self, n=1):
+        busy_at_ask.append(running[0])
+        return real_ask(self, n)
+
+    def tracked(c):
+        with lock:
+            calls[0] += 1
+            first = calls[0] == 1
+        try:
+            return objectives.sleepy_bowl(c, seconds=0.1 if first else 0.2)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(BayesOpt, "ask", ask)
+    for ahead in (True, False):
+        busy_at_ask.clear()
+        calls[0] = 0
+        with cf.ThreadPoolExecutor(2) as pool:
+            real_submit = pool.submit
+
+            def submit(fn, *args):
+                with lock:
+                    running[0] += 1
+                return real_submit(fn, *args)
+
+            pool.submit = submit
+            res = minimize(tracked, flat2, "random", budget=12, n_init=4, n_workers=2, executor=pool,
+                           propose_ahead=ahead, seed=4)
+        assert len(res.history) == 12 and res.optimizer.pending == []
+        assert len({json.dumps(h["config"]) for h in res.history}) == 12
+        later = busy_at_ask[1:]  # the first ask fills both idle workers
+        if ahead:  # the other 10 are asked one at a time with both workers busy
+            assert len(later) == 10 and sum(b == 2 for b in later) >= 8, busy_at_ask
+        else:
+            assert later and all(b < 2 for b in later), busy_at_ask
+    with pytest.raises(TypeError, match="propose_ahead"):
+        minimize(objectives.bowl, flat2, "random", budget=3, propose_ahead="yes")
+
+
 def test_bad_parallel_arguments_are_refused_before_any_evaluation(flat2):
     def never(c):
         raise AssertionError("evaluated")

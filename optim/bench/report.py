@@ -307,18 +307,18 @@ def parallel_table(records, at: int | None = None) -> str:
     evaluations (default: the budget). For each number of workers, the median over runs of the best regret is
     followed against evaluations and against wall-clock seconds, and the table gives where it first reaches
     the target (the match table's method, so that a median over runs of which some never reach it stays
-    defined)."""
-    by_workers: dict[int, list] = {}
+    defined). Runs that proposed ahead (`propose_ahead`) are rows of their own."""
+    by_workers: dict[tuple[int, bool], list] = {}
     for r in records:
-        by_workers.setdefault(int(r["workers"]), []).append(r)
-    if 1 not in by_workers:
+        by_workers.setdefault((int(r["workers"]), bool(r.get("propose_ahead", False))), []).append(r)
+    if (1, False) not in by_workers:
         raise ValueError("parallel results need the 1-worker (sequential) runs: they set the target regret")
     budget = min(len(r["values"]) for r in records)
     at = budget if at is None else int(at)
     if not 1 <= at <= budget:
         raise ValueError(f"--at must be between 1 and the budget {budget}, got {at}")
     regret = {id(r): np.maximum(best_so_far(r["values"]) - r["optimum"], 0.0) for r in records}
-    target = float(np.median([regret[id(r)][at - 1] for r in by_workers[1]]))
+    target = float(np.median([regret[id(r)][at - 1] for r in by_workers[(1, False)]]))
     log10 = (lambda x: f"{np.log10(max(x, 1e-12)):.2f}")
     checkpoints = [at] if at == budget else [at, budget]
     lines = [f"Target: log10 regret {log10(target)} (the 1-worker runs' median after {at} evaluations).", "",
@@ -326,19 +326,19 @@ def parallel_table(records, at: int | None = None) -> str:
              + " | ".join(f"log10 regret @{b}: median" for b in checkpoints) + " | run seconds: median |",
              "|---|---|---|---|---|---|" + "---|" * len(checkpoints) + "---|"]
     seq_evals = seq_secs = None
-    for w in sorted(by_workers):
-        rs = by_workers[w]
+    for w, ahead in sorted(by_workers):
+        rs = by_workers[(w, ahead)]
         i = _first_at_or_below(np.median(np.array([regret[id(r)][:budget] for r in rs]), axis=0), target)
         times, over_time = _median_regret_over_time(rs, regret)
         j = _first_at_or_below(over_time, target)
         evals, secs = (np.inf if i is None else i + 1), (np.inf if j is None else float(times[j]))
-        if w == 1:
+        if (w, ahead) == (1, False):
             seq_evals, seq_secs = evals, secs
         fmt = (lambda x, d: "not reached" if not np.isfinite(x) else f"{x:.{d}f}")
         ratio = evals / seq_evals if np.isfinite(evals) else np.inf
         speed = seq_secs / secs if np.isfinite(secs) else np.inf
         medians = [float(np.median([np.log10(max(regret[id(r)][b - 1], 1e-12)) for r in rs])) for b in checkpoints]
-        lines.append(f"| {w} | {len(rs)} | {fmt(evals, 0)} | {fmt(ratio, 2)} | {fmt(secs, 0)} | {fmt(speed, 2)} | "
+        lines.append(f"| {w}{', proposing ahead' if ahead else ''} | {len(rs)} | {fmt(evals, 0)} | {fmt(ratio, 2)} | {fmt(secs, 0)} | {fmt(speed, 2)} | "
                      + " | ".join(f"{m:.2f}" for m in medians)
                      + f" | {float(np.median([r['seconds'] for r in rs])):.0f} |")
     return "\n".join(lines)

@@ -467,32 +467,37 @@ def cmd_scaling(args) -> int:
     return 0
 
 
-def parallel_cell(problem_name: str, workers: int, seed: int, budget: int, n_init: int, sleep: float) -> dict:
+def parallel_cell(problem_name: str, workers: int, seed: int, budget: int, n_init: int, sleep: float,
+                  propose_ahead: bool = False) -> dict:
     """One asynchronous run with `workers` processes on a sleeping objective: values in the order they were
-    told and the wall-clock time of each tell."""
+    told and the wall-clock time of each tell. `propose_ahead`: minimize's (a freed worker is fed a proposal
+    made while it ran) for more than one worker; a 1-worker run is always the sequential one."""
     from optim.bench.problems import ProblemByName, get_problem
     from optim.loop import minimize
 
     problem = get_problem(problem_name)
     t0, told = time.perf_counter(), []
     res = minimize(ProblemByName(problem_name, sleep=sleep), problem.space, "gp", budget=budget, seed=seed,
-                   n_init=n_init, n_workers=workers, callback=lambda opt: told.append(time.perf_counter() - t0))
+                   n_init=n_init, n_workers=workers, propose_ahead=propose_ahead and workers > 1,
+                   callback=lambda opt: told.append(time.perf_counter() - t0))
     return {"problem": problem_name, "workers": workers, "seed": seed, "budget": budget, "n_init": n_init,
-            "sleep": sleep, "optimum": problem.optimum, "values": [h["value"] for h in res.history],
+            "sleep": sleep, "propose_ahead": propose_ahead and workers > 1, "optimum": problem.optimum, "values": [h["value"] for h in res.history],
             "tell_seconds": told, "fit_seconds": [h["fit_seconds"] for h in res.history],
             "seconds": time.perf_counter() - t0, "date": datetime.date.today().isoformat(), "versions": _versions()}
 
 
 def cmd_parallel(args) -> int:
-    done = {(r["problem"], r["workers"], r["seed"], r["budget"], r["sleep"]) for r in report.load_records(args.out)}
+    done = {(r["problem"], r["workers"], r["seed"], r["budget"], r["sleep"], r.get("propose_ahead", False))
+            for r in report.load_records(args.out)}
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     # an untimed run first compiles every function a run of this length needs, so that no timed run pays it
     parallel_cell(args.problem, 1, 0, args.budget, args.n_init, 0.0)
     for seed in range(args.seeds):
         for workers in args.workers:
-            if (args.problem, workers, seed, args.budget, args.sleep) in done:
+            ahead = args.propose_ahead and workers > 1
+            if (args.problem, workers, seed, args.budget, args.sleep, ahead) in done:
                 continue
-            rec = parallel_cell(args.problem, workers, seed, args.budget, args.n_init, args.sleep)
+            rec = parallel_cell(args.problem, workers, seed, args.budget, args.n_init, args.sleep, ahead)
             with open(args.out, "a") as f:
                 f.write(json.dumps(rec) + "\n")
             print(f"  {workers} workers seed {seed}: best {min(rec['values']):.4g} in {rec['seconds']:.0f} s", flush=True)
@@ -784,6 +789,9 @@ def main(argv=None) -> int:
     pl.add_argument("--budget", type=integer_at_least(2), default=30)
     pl.add_argument("--n-init", type=integer_at_least(1), default=7)
     pl.add_argument("--sleep", type=finite_nonnegative, default=4.0, help="seconds each evaluation sleeps")
+    pl.add_argument("--propose-ahead", action="store_true",
+                    help="runs with more than one worker propose ahead (minimize's default); without this flag "
+                         "a freed worker waits for the fit on its result, as before 2026-11-25")
     pl.add_argument("--out", default="benchmarks/results/parallel.jsonl")
     jc = sub.add_parser("journal-cost", help="seconds per evaluation to journal a run, vs its length")
     jc.add_argument("--sizes", nargs="+", type=integer_at_least(1), default=[10, 100, 1000])
