@@ -556,7 +556,7 @@ class Result:
 def minimize(objective: Callable[[dict], float], space: Space, surrogate="gp", budget: int = 50,
              seed: int = 0, n_init: int | None = None, acquisition=None, progress: bool = False,
              checkpoint=None, callback: Callable | None = None, n_workers: int | None = None, executor=None,
-             timeout: float | None = None, propose_ahead: bool | None = None, **settings) -> Result:
+             timeout: float | None = None, propose_ahead: bool = False, **settings) -> Result:
     """Minimize `objective(config) -> float` over `space` with `budget` evaluations.
 
     The first `n_init` evaluations are a scrambled Sobol design (default: max(dim + 1, number of
@@ -573,9 +573,11 @@ def minimize(objective: Callable[[dict], float], space: Space, surrogate="gp", b
     `timeout`: seconds after which a running evaluation is recorded as failed. With one worker (the
     default) evaluations run in this thread and the run is reproducible bit for bit; with more, which
     results arrive first decides what the model has seen at each proposal, so runs vary with timing.
-    `propose_ahead` (default: on with more than one worker): while every worker is busy, the next proposal is
-    fitted and made, so that a freed worker starts at once instead of waiting for the driver (each proposal
-    then has one more pending point behind it).
+    `propose_ahead=True`: while every worker is busy, the next proposal is fitted and made, so that a freed
+    worker starts at once instead of waiting for the driver; each proposal then has one more pending point
+    behind it. Off by default: on Hartmann-6 with 4-s evaluations it saved 3 s of a 41-s run on 4 workers and
+    reached a worse regret (BENCHMARKS.md, "Asynchronous workers"); it pays where a fit takes about as long as
+    an evaluation.
 
     `settings`: `sampler=SamplerSettings(...)`, `optimizer=` (see `BayesOpt`), `design="sobol"|"paths"`,
     `batch_strategy="believer"|"liar"` (optim.batch), `output_transform="none"|"log"|"yeo-johnson"` (the
@@ -596,11 +598,9 @@ def minimize(objective: Callable[[dict], float], space: Space, surrogate="gp", b
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, numbers.Real)
                                 or not timeout > 0 or not math.isfinite(timeout)):
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    if propose_ahead is not None and not isinstance(propose_ahead, bool):
-        raise TypeError(f"propose_ahead must be True, False or None (the default), got {propose_ahead!r}")
+    if not isinstance(propose_ahead, bool):
+        raise TypeError(f"propose_ahead must be True or False, got {propose_ahead!r}")
     executor, n_workers = as_executor(executor, n_workers)
-    if propose_ahead is None:
-        propose_ahead = n_workers > 1
     if timeout is not None and isinstance(executor, SerialExecutor):  # a call in this thread cannot be stopped
         executor = None  # the default process pool (of one worker)
     if executor is None:

@@ -790,8 +790,8 @@ def main(argv=None) -> int:
     pl.add_argument("--n-init", type=integer_at_least(1), default=7)
     pl.add_argument("--sleep", type=finite_nonnegative, default=4.0, help="seconds each evaluation sleeps")
     pl.add_argument("--propose-ahead", action="store_true",
-                    help="runs with more than one worker propose ahead (minimize's default); without this flag "
-                         "a freed worker waits for the fit on its result, as before 2026-11-25")
+                    help="runs with more than one worker propose ahead (minimize(propose_ahead=True)); without "
+                         "this flag a freed worker waits for the fit on its result (minimize's default)")
     pl.add_argument("--out", default="benchmarks/results/parallel.jsonl")
     jc = sub.add_parser("journal-cost", help="seconds per evaluation to journal a run, vs its length")
     jc.add_argument("--sizes", nargs="+", type=integer_at_least(1), default=[10, 100, 1000])
