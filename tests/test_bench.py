@@ -130,6 +130,12 @@ def test_parallel_table_follows_the_median_run_over_evaluations_and_seconds():
         report.parallel_table(records, at=5)
     with pytest.raises(ValueError, match="1-worker"):
         report.parallel_table(records[2:])
+    # runs that proposed ahead are a row of their own, measured against the same sequential target
+    ahead = {**rec(4, [2.0, 9.0, 9.0, 9.0], [0.3, 0.5, 1.0, 1.0]), "propose_ahead": True}
+    table = report.parallel_table(records + [ahead], at=3)
+    assert "| 4 | 2 | 2 | 0.67 | 1 | 5.00 |" in table and "| 4, proposing ahead | 1 | 1 | 0.33 | 0 | 10.00 |" in table
+    with pytest.raises(ValueError, match="1-worker"):
+        report.parallel_table([{**r, "propose_ahead": True} for r in records])
 
 
 def test_render_regenerates_blocks_and_check_detects_drift(tmp_path):
