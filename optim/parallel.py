@@ -114,7 +114,8 @@ def as_executor(executor, n_workers: int | None):
 
 
 def evaluate_concurrently(opt, objective: Callable, budget: int, executor, n_workers: int,
-                          timeout: float | None, after_tell: Callable[[int], None], propose_ahead: bool = False) -> None:
+                          timeout: float | None, after_tell: Callable[[int], None],
+                          propose_ahead: bool = False) -> None:
     """Run `opt` until its history holds `budget` evaluations, with up to `n_workers` in flight.
 
     Configurations pending in `opt` (in flight when an earlier driver stopped) are evaluated first. A call

@@ -39,7 +39,8 @@ def forests4():
     """The 38 forests on 4 labelled vertices with their exact prior probabilities for gamma = 0.3."""
     prior = ForestPrior(4, 0.3)
     graphs_ = list(_all_graphs(4))
-    lp = np.array([float(prior.log_prob(jnp.asarray(Z))) for Z in graphs_])
+    log_prob = jax.jit(lambda Z: prior.log_prob(Z))  # one compilation, not one per operation
+    lp = np.array([float(log_prob(jnp.asarray(Z))) for Z in graphs_])
     keep = np.isfinite(lp)
     return {_key(Z): math.exp(v) for Z, v, k in zip(graphs_, lp, keep) if k}
 
@@ -56,7 +57,8 @@ def test_forest_prior_is_normalized_over_exactly_the_forests(forests4):
         by_edges[sum(k)] += p
     np.testing.assert_allclose(by_edges, np.exp(edge_count_log_probs(4, 0.3)), rtol=1e-12)
     # the default prior: uniform number of edges, uniform forest given it
-    uniform = np.array([float(ForestPrior(4).log_prob(jnp.asarray(Z))) for Z in _all_graphs(4)])
+    uniform_log_prob = jax.jit(lambda Z: ForestPrior(4).log_prob(Z))
+    uniform = np.array([float(uniform_log_prob(jnp.asarray(Z))) for Z in _all_graphs(4)])
     assert np.logaddexp.reduce(uniform[np.isfinite(uniform)]) == pytest.approx(0.0, abs=1e-12)
     assert np.exp(uniform[np.isfinite(uniform)]).max() == pytest.approx(1 / 4)  # the empty forest: P(e = 0) / 1
 
@@ -276,7 +278,7 @@ def test_each_chain_starts_from_its_own_random_forest():
 
     draws = np.asarray(jax.jit(jax.vmap(lambda k: random_forest_start(k, 10)))(
         jax.random.split(jax.random.PRNGKey(0), 1000)))
-    assert np.all(np.asarray(jax.vmap(is_forest)(jnp.asarray(draws))))
+    assert np.all(np.asarray(jax.jit(jax.vmap(is_forest))(jnp.asarray(draws))))
     assert np.all(draws == np.swapaxes(draws, 1, 2)) and not draws[:, np.arange(10), np.arange(10)].any()
     edges = np.triu(draws, 1).sum((1, 2))
     assert abs(edges.mean() - 4.5) < 0.3, edges.mean()

@@ -53,7 +53,7 @@ def test_noise_prior_puts_q_below_one():
 
 def test_prior_draws_are_valid_trees(prior_forests):
     spec, forests = prior_forests
-    lp = np.asarray(jax.vmap(lambda t: tree_log_prob(spec, t))(jnp.asarray(forests)))
+    lp = np.asarray(jax.jit(jax.vmap(lambda t: tree_log_prob(spec, t)))(jnp.asarray(forests)))
     assert np.all(np.isfinite(lp))
     # categorical splits: both sides keep at least one of the categories that reach the node
     jit = Jitted(spec)
@@ -77,7 +77,7 @@ def test_each_chain_starts_from_its_own_prior_draw():
     noise, forests = np.asarray(starts["noise"]), np.asarray(starts["forest"])
     assert len(np.unique(noise)) == 4 and np.all(noise > 0)
     assert len({f.tobytes() for f in forests}) == 4
-    lp = jax.vmap(jax.vmap(lambda t: tree_log_prob(s.spec, t)))(jnp.asarray(forests))
+    lp = jax.jit(jax.vmap(jax.vmap(lambda t: tree_log_prob(s.spec, t))))(jnp.asarray(forests))
     assert np.all(np.isfinite(np.asarray(lp)))
 
 

@@ -249,7 +249,7 @@ def test_without_data_the_partition_and_warping_reproduce_their_priors():
     model = Treed(PLANE, partition="mcmc", warp=True, max_depth=3)
     post = sample(model, np.zeros((0, 2)), np.zeros(0), 5, num_warmup=100, num_samples=500, num_chains=4, thinning=2)
     direct = np.asarray(jax.jit(BARTPrior(model.spec, 20000).sample)(jax.random.PRNGKey(1)))  # 20000 trees
-    ref = np.asarray(jax.vmap(lambda t: leaf_slots(model.spec, t))(jnp.asarray(direct))).sum(1)
+    ref = np.asarray(jax.jit(jax.vmap(lambda t: leaf_slots(model.spec, t)))(jnp.asarray(direct))).sum(1)
     idata = post.to_arviz()
     leaves = idata.posterior["n_leaves"].values
     for k in (1, 2, 3):
@@ -275,6 +275,6 @@ def test_sampled_partitions_start_from_a_prior_draw_that_meets_min_leaf():
     data = make_data(X, np.zeros(10), size=16, fill_row=PLANE.fill_row())
     init = jax.jit(jax.vmap(lambda k: model.init_discrete(k, data)["partition"]))
     trees = np.asarray(init(jax.random.split(jax.random.PRNGKey(0), 200)))
-    leaves = np.asarray(jax.vmap(lambda t: leaf_slots(model.spec, t[0]))(jnp.asarray(trees))).sum(1)
-    ok = np.asarray(jax.vmap(lambda t: model._sizes_ok(t[0], data))(jnp.asarray(trees)))
+    leaves = np.asarray(jax.jit(jax.vmap(lambda t: leaf_slots(model.spec, t[0])))(jnp.asarray(trees))).sum(1)
+    ok = np.asarray(jax.jit(jax.vmap(lambda t: model._sizes_ok(t[0], data)))(jnp.asarray(trees)))
     assert ok.all() and (leaves == 1).any() and (leaves >= 2).any(), np.bincount(leaves)

@@ -338,7 +338,8 @@ def parallel_table(records, at: int | None = None) -> str:
         ratio = evals / seq_evals if np.isfinite(evals) else np.inf
         speed = seq_secs / secs if np.isfinite(secs) else np.inf
         medians = [float(np.median([np.log10(max(regret[id(r)][b - 1], 1e-12)) for r in rs])) for b in checkpoints]
-        lines.append(f"| {w}{', proposing ahead' if ahead else ''} | {len(rs)} | {fmt(evals, 0)} | {fmt(ratio, 2)} | {fmt(secs, 0)} | {fmt(speed, 2)} | "
+        label = f"{w}, proposing ahead" if ahead else f"{w}"
+        lines.append(f"| {label} | {len(rs)} | {fmt(evals, 0)} | {fmt(ratio, 2)} | {fmt(secs, 0)} | {fmt(speed, 2)} | "
                      + " | ".join(f"{m:.2f}" for m in medians)
                      + f" | {float(np.median([r['seconds'] for r in rs])):.0f} |")
     return "\n".join(lines)

@@ -481,7 +481,8 @@ def parallel_cell(problem_name: str, workers: int, seed: int, budget: int, n_ini
                    n_init=n_init, n_workers=workers, propose_ahead=propose_ahead and workers > 1,
                    callback=lambda opt: told.append(time.perf_counter() - t0))
     return {"problem": problem_name, "workers": workers, "seed": seed, "budget": budget, "n_init": n_init,
-            "sleep": sleep, "propose_ahead": propose_ahead and workers > 1, "optimum": problem.optimum, "values": [h["value"] for h in res.history],
+            "sleep": sleep, "propose_ahead": propose_ahead and workers > 1, "optimum": problem.optimum,
+            "values": [h["value"] for h in res.history],
             "tell_seconds": told, "fit_seconds": [h["fit_seconds"] for h in res.history],
             "seconds": time.perf_counter() - t0, "date": datetime.date.today().isoformat(), "versions": _versions()}
 
