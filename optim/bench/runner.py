@@ -476,12 +476,13 @@ def parallel_cell(problem_name: str, workers: int, seed: int, budget: int, n_ini
     from optim.loop import minimize
 
     problem = get_problem(problem_name)
+    ahead = propose_ahead and workers > 1
     t0, told = time.perf_counter(), []
     res = minimize(ProblemByName(problem_name, sleep=sleep), problem.space, "gp", budget=budget, seed=seed,
-                   n_init=n_init, n_workers=workers, propose_ahead=propose_ahead and workers > 1,
+                   n_init=n_init, n_workers=workers, propose_ahead=ahead,
                    callback=lambda opt: told.append(time.perf_counter() - t0))
     return {"problem": problem_name, "workers": workers, "seed": seed, "budget": budget, "n_init": n_init,
-            "sleep": sleep, "propose_ahead": propose_ahead and workers > 1, "optimum": problem.optimum,
+            "sleep": sleep, "propose_ahead": ahead, "optimum": problem.optimum,
             "values": [h["value"] for h in res.history],
             "tell_seconds": told, "fit_seconds": [h["fit_seconds"] for h in res.history],
             "seconds": time.perf_counter() - t0, "date": datetime.date.today().isoformat(), "versions": _versions()}
@@ -495,10 +496,10 @@ def cmd_parallel(args) -> int:
     parallel_cell(args.problem, 1, 0, args.budget, args.n_init, 0.0)
     for seed in range(args.seeds):
         for workers in args.workers:
-            ahead = args.propose_ahead and workers > 1
-            if (args.problem, workers, seed, args.budget, args.sleep, ahead) in done:
+            rec_key = (args.problem, workers, seed, args.budget, args.sleep, args.propose_ahead and workers > 1)
+            if rec_key in done:
                 continue
-            rec = parallel_cell(args.problem, workers, seed, args.budget, args.n_init, args.sleep, ahead)
+            rec = parallel_cell(args.problem, workers, seed, args.budget, args.n_init, args.sleep, args.propose_ahead)
             with open(args.out, "a") as f:
                 f.write(json.dumps(rec) + "\n")
             print(f"  {workers} workers seed {seed}: best {min(rec['values']):.4g} in {rec['seconds']:.0f} s", flush=True)
