@@ -13,7 +13,7 @@ FAST = os.environ.get("TREEZOO_EXAMPLES_FAST") == "1"  # the test suite runs eve
 
 problem = get_problem("jenatton_small")
 print(problem.space)
-result = minimize(problem, problem.space, surrogate="gp", budget=8 if FAST else 30, seed=0,
+result = minimize(problem, problem.space, surrogate="gp", budget=6 if FAST else 30, seed=0,
                   n_init=5, progress=not FAST)
 print(result)
 print(f"regret {problem.regret(result.best_value):.2e}")

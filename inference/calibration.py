@@ -212,8 +212,7 @@ def calibrate(surrogate: Surrogate, n_points: int = 8, num_simulations: int = 10
     n = X.shape[0]
     size = bucket_size(n, steps=surrogate.bucket_steps)
     template = make_data(X, np.zeros(n), size=size, fill_row=space.fill_row())  # y_mean 0, y_std 1
-    simulate, joint = surrogate.simulate, _joint_loglik_fn(surrogate)  # simulate runs eagerly: a prior's
-    # exact sampler may use NumPy (the additive model's forest prior), and it runs once per simulation
+    simulate, joint = surrogate.simulate, _joint_loglik_fn(surrogate)
     settings = dict(num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains, thinning=thinning,
                     max_tree_depth=max_tree_depth)
     rng = np.random.default_rng(seed)

@@ -30,10 +30,6 @@ def _log_likelihood_fn(surrogate, loo: bool):
     return compiled("log_likelihood_loo" if loo else "log_likelihood", build, surrogate)
 
 
-def _predict_fn(surrogate):
-    return compiled("predict", lambda s: jax.jit(s.predict), surrogate)
-
-
 @dataclass
 class Posterior:
     """Draws [chain, draw, ...] of every site (continuous constrained, and discrete), with statistics."""
@@ -64,7 +60,7 @@ class Posterior:
     def predict(self, Xq) -> tuple[np.ndarray, np.ndarray]:
         """Latent mean and variance per posterior sample, [C*S, N], at encoded rows Xq (user units)."""
         Xq = np.atleast_2d(np.asarray(Xq, dtype=np.float64))
-        mean, var = _predict_fn(self.surrogate)(self.flat_samples(), self.data, Xq)
+        mean, var = self.surrogate.predict(self.flat_samples(), self.data, Xq)  # compiled
         return np.asarray(mean), np.asarray(var)
 
     def conditioned_on(self, X, y) -> "Posterior":

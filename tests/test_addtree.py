@@ -1,10 +1,11 @@
 """The Add-Tree kernel (000, Definition 4) against a direct implementation; PSD; disjoint paths."""
 
+import jax
 import numpy as np
 import pytest
 
 from optim.bench.problems import jenatton_large, jenatton_small
-from tests.conftest import fast_sample
+from tests.conftest import fast_sample, jitted
 from zoo.addtree import AddTree
 
 
@@ -39,11 +40,11 @@ def test_kernel_equals_definition_4_and_is_psd(problem):
               "variance": rng.uniform(0.1, 1.5, len(model.components))}
     configs = space.sample(40, seed=1)
     X = space.encode(configs)
-    K = np.asarray(model.kernel(X, X, params))
+    K = np.asarray(jitted(model).kernel(X, X, params))
     direct = np.array([[direct_addtree(space, model, params, a, b) for b in configs] for a in configs])
     assert np.allclose(K, direct, atol=1e-12)
     assert np.linalg.eigvalsh(K).min() > -1e-9
-    assert np.allclose(np.asarray(model.kernel_diag(X, params)), np.diag(K))
+    assert np.allclose(np.asarray(jitted(model).kernel_diag(X, params)), np.diag(K))
 
 
 def test_disjoint_paths_below_a_parameterless_root_are_uncorrelated():
@@ -53,7 +54,7 @@ def test_disjoint_paths_below_a_parameterless_root_are_uncorrelated():
     left = space.encode({"x1": 0, "x2": 0, "x4": 0.1, "r8": 0.5})
     right = space.encode({"x1": 1, "x3": 1, "x7": 0.1, "r9": 0.5})
     sibling = space.encode({"x1": 0, "x2": 1, "x5": 0.1, "r8": 0.5})
-    K = np.asarray(model.kernel(np.stack([left, right, sibling]), np.stack([left, right, sibling]), params))
+    K = np.asarray(jitted(model).kernel(np.stack([left, right, sibling]), np.stack([left, right, sibling]), params))
     assert K[0, 1] == 0.0 and K[1, 2] == 0.0
     assert K[0, 2] == pytest.approx(1.0)  # siblings share only vertex x1=0 (owning r8, equal values)
     assert [v.name for v in model.components] == ["x1=0", "x1=0,x2=0", "x1=0,x2=1", "x1=1", "x1=1,x3=0", "x1=1,x3=1"]
@@ -91,7 +92,7 @@ def test_algorithm_2_matches_brute_force_over_paths(share_like):
     # the components sum to the posterior mean up to the constant mean (per sample), at any point
     samples = post.flat_samples()
     Xq = space.encode(space.sample(20, seed=7))
-    comp_mean, _ = model.predict_components(model.prepare(samples, post.data), Xq)
+    comp_mean, _ = jax.jit(lambda s, d, X: model.predict_components(model.prepare(s, d), X))(samples, post.data, Xq)
     mean, _ = model.predict(samples, post.data, Xq)
     offset = np.asarray(mean) - np.asarray(comp_mean).sum(axis=1)
     assert np.allclose(offset, offset[:, :1], atol=1e-9)
@@ -110,7 +111,7 @@ def test_interaction_terms_follow_appendix_e():
               "interaction_variance": rng.uniform(0.1, 1.0, 4)}
     configs = space.sample(30, seed=3)
     X = space.encode(configs)
-    extra = np.asarray(model.kernel(X, X, params)) - np.asarray(base.kernel(X, X, params))
+    extra = np.asarray(jitted(model).kernel(X, X, params)) - np.asarray(jitted(base).kernel(X, X, params))
     leaf = space.path_index(X)
     names = [t[0] for t in model.interaction_terms]
     j = 0
@@ -128,8 +129,9 @@ def test_interaction_terms_follow_appendix_e():
                 assert extra[a, b] == pytest.approx(want, abs=1e-12)
     assert np.all(extra[leaf[:, None] != leaf[None, :]] == 0)
     assert sorted(names) == sorted(p.leaf for p in space.paths)
-    assert np.linalg.eigvalsh(np.asarray(model.kernel(X, X, params))).min() > -1e-9
-    assert np.allclose(np.asarray(model.kernel_diag(X, params)), np.diag(np.asarray(model.kernel(X, X, params))))
+    K = np.asarray(jitted(model).kernel(X, X, params))
+    assert np.linalg.eigvalsh(K).min() > -1e-9
+    assert np.allclose(np.asarray(jitted(model).kernel_diag(X, params)), np.diag(K))
     with pytest.raises(ValueError, match="additive"):
         model.predict_components(None, X)
 
@@ -161,8 +163,8 @@ def test_shared_terms_align_the_parameters_of_like_vertices():
               "shared_variance": np.array([sv[tuple(g)] for g in groups])}
     configs = space.sample(30, seed=5)
     X = space.encode(configs)
-    K = np.asarray(model.kernel(X, X, params))
-    extra = K - np.asarray(base.kernel(X, X, params))
+    K = np.asarray(jitted(model).kernel(X, X, params))
+    extra = K - np.asarray(jitted(base).kernel(X, X, params))
 
     def unit(config, vertex):
         return [space.columns[space.col[n]].to_unit(config[n]) for n in aligned[vertex]]
@@ -176,11 +178,12 @@ def test_shared_terms_align_the_parameters_of_like_vertices():
                     want += sv[tuple(g)] * np_matern52(unit(a, va[0]), unit(b, vb[0]), ls[tuple(g)])
             assert extra[i, j] == pytest.approx(want, abs=1e-12)
     assert np.linalg.eigvalsh(K).min() > -1e-9
-    assert np.allclose(np.asarray(model.kernel_diag(X, params)), np.diag(K))
+    assert np.allclose(np.asarray(jitted(model).kernel_diag(X, params)), np.diag(K))
     off = dict(params, shared_variance=np.zeros(3))
-    assert np.allclose(np.asarray(model.kernel(X, X, off)), np.asarray(base.kernel(X, X, params)), atol=1e-15)
+    K_off, K_base = np.asarray(jitted(model).kernel(X, X, off)), np.asarray(jitted(base).kernel(X, X, params))
+    assert np.allclose(K_off, K_base, atol=1e-15)
     # folded into the member on each row's path, the components add up to the kernel along that path
-    comp = np.asarray(model.component_kernels(X, X, params))
+    comp = np.asarray(jitted(model).component_kernels(X, X, params))
     assert np.allclose(comp.sum(axis=0), K, atol=1e-12)
     assert np.allclose(comp[:, np.arange(30), np.arange(30)].sum(axis=0), np.diag(K), atol=1e-12)
 

@@ -85,9 +85,7 @@ def test_leave_one_out_terms_are_the_conditionals_of_the_joint_likelihood(name):
     X = space.encode(space.sample(n, seed=1))
     y = np.random.default_rng(0).standard_normal(n)
     data = make_data(X, y, size=bucket_size(n, steps=surrogate.bucket_steps), fill_row=space.fill_row())
-    predictive = Predictive(surrogate.model, num_samples=1)
-    if name != "treed":  # jitted: one compilation, not one per operation (the treed prior's draw runs eagerly)
-        predictive = jax.jit(predictive)
+    predictive = jax.jit(Predictive(surrogate.model, num_samples=1))  # one compilation, not one per operation
     draw = predictive(jax.random.PRNGKey(3), data)
     sample = {k: v[0] for k, v in draw.items()}
 

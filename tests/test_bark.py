@@ -18,7 +18,7 @@ from zoo import Categorical, Integer, Real, Space
 from zoo.bark import BARK, ForestKernelLikelihood, noise_prior
 from zoo.data import make_data
 from zoo.heap_trees import (CHANGE, GROW, PRUNE, BARTPrior, TreeSpec, all_domains, category_index, exists, leaf_count,
-                            node_domain, route, route_forest, rule_log_prob, shared_leaf_fraction, singly_internal,
+                            compiled_router, node_domain, route, rule_log_prob, shared_leaf_fraction, singly_internal,
                             split_probabilities, tree_log_prob)
 from zoo.linalg import JITTER, NOISE_FLOOR
 
@@ -98,7 +98,7 @@ def test_forest_kernel_matches_a_direct_loop_and_is_psd(prior_forests):
     spec, forests = prior_forests
     forest = forests[:20]
     X = MIXED.encode(MIXED.sample(30, seed=3))
-    K = np.asarray(shared_leaf_fraction(*(2 * [route_forest(spec, jnp.asarray(forest), jnp.asarray(X))])))
+    K = np.asarray(jax.jit(shared_leaf_fraction)(*(2 * [compiled_router(spec)(jnp.asarray(forest), jnp.asarray(X))])))
     direct = np.zeros((30, 30))
     for tree in forest:
         leaf = np.array([_walk_to_leaf(spec, tree, x) for x in X])
@@ -163,9 +163,10 @@ def test_lowrank_update_agrees_with_a_fresh_cholesky(prior_forests):
     data = make_data(X, np.sin(3 * X[:, 0]) + X[:, 2], size=64)
     m, noise = 20, jnp.array(0.05)
     forest = jnp.asarray(forests[:m])
-    leaves = route_forest(spec, forest, data.X)
+    leaves = compiled_router(spec)(forest, data.X)
     plug = {u: ForestKernelLikelihood(m, u, noise, data.mask, data.y) for u in ("lowrank", "cholesky")}
-    low, chol = plug["lowrank"].init(leaves), plug["cholesky"].init(leaves)
+    init = {u: jax.jit(plug[u].init) for u in plug}
+    low, chol = init["lowrank"](leaves), init["cholesky"](leaves)
     prop = jax.jit(lambda k, t: propose(spec, k, t))
     route_rows = jax.jit(lambda t: route(spec, t, data.X))
     delta = {u: jax.jit(plug[u].delta) for u in plug}
@@ -183,7 +184,7 @@ def test_lowrank_update_agrees_with_a_fresh_cholesky(prior_forests):
         forest, leaves = forest.at[t].set(p.tree), leaves.at[t].set(new_t)
         low, chol = low_new, chol_new
         checked += 1
-    fresh = plug["lowrank"].init(leaves)
+    fresh = init["lowrank"](leaves)
     np.testing.assert_allclose(np.asarray(low.Ainv), np.asarray(fresh.Ainv), atol=1e-7)
     assert float(low.logdet) == pytest.approx(float(fresh.logdet), abs=1e-8)
     assert checked >= 25
@@ -250,7 +251,8 @@ def small_bark_acqf():
     X = space.encode(space.sample(12, seed=2))
     y = np.where(X[:, 0] > 0.6, 1.0, 0.0) + 0.3 * X[:, 1] - 0.5 * (X[:, 2] == 1)
     s = BARK(space, num_trees=3, max_depth=3)
-    post = sample(s, X, y, 3, num_warmup=60, num_samples=2, num_chains=2, thinning=5)
+    # test_calibration's reduced BARK calibration settings on the same model and bucket: one compiled run for both
+    post = sample(s, X, y, 3, num_warmup=150, num_samples=8, num_chains=2, thinning=25)
     return space, AcquisitionFunction(post, UCB(beta=2.0), best=float(y.min()))
 
 
@@ -263,7 +265,7 @@ def test_predictions_equal_the_direct_gp_formulas(small_bark_acqf):
     d = post.data
     n = len(post.y)
     for i, (forest, noise) in enumerate(zip(post.flat_samples()["forest"], post.flat_samples()["noise"])):
-        lx, lq = np.asarray(route_forest(s.spec, forest, d.X[:n])), np.asarray(route_forest(s.spec, forest, Xq))
+        lx, lq = np.asarray(compiled_router(s.spec)(forest, d.X[:n])), np.asarray(compiled_router(s.spec)(forest, Xq))
         K = (lx[:, :, None] == lx[:, None, :]).mean(0) + (noise + NOISE_FLOOR + JITTER) * np.eye(n)
         k = (lx[:, :, None] == lq[:, None, :]).mean(0)
         ys = (post.y - d.y_mean) / d.y_std
@@ -338,7 +340,7 @@ def test_coordinate_scores_re_route_only_the_trees_that_split_on_the_column(smal
         for j, values in candidates.items():
             trial = np.repeat(x[None], len(values), axis=0)
             trial[:, j] = values
-            fast = acqf.coordinate_scores(x, j, values, trees.get(j, np.zeros(0, np.int32)), size=(16, 16))
+            fast = acqf.coordinate_scores(x, j, values, trees.get(j, np.zeros(0, np.int32)), size=(16, 48))
             np.testing.assert_allclose(fast, acqf.scores(trial), rtol=0, atol=1e-12)
     v0 = acqf.scores(X0)
     _, v_slow = polish(acqf, space, candidates, X0, v0, max_sweeps=50)

@@ -7,6 +7,7 @@ import pytest
 
 import inference
 from inference.calibration import ecdf_band, uniformity_p_value
+from tests.conftest import TREED_FAST
 from zoo import GP
 
 # FAST_SAMPLER's sizes (tests/conftest.py), so the cold runs share the suite's compiled sampler
@@ -107,19 +108,22 @@ def reduced_case(name):
     from zoo import Categorical, Integer, Real, Space
     from zoo.bark import BARK
 
-    if name == "bark":  # its moves need the table's thinning (25) to forget their prior start
+    if name == "bark":  # its moves need the table's thinning (25) to forget their prior start; test_bark's
+        # small_bark_acqf fixture fits this model with these settings, so the two share one compiled run
         mixed = Space([Real("a", 0.0, 1.0), Integer("k", 0, 4), Categorical("c", ("x", "y", "z"))])
         return BARK(mixed, num_trees=3, max_depth=3), 8, {**TABLE, "num_samples": 8, "thinning": 25}
-    if name == "treed_bayes":  # on test_treed's line, as its fitted fixture
-        return calibration_variants()[name](Space([Real("x", 0.0, 1.0)])), 12, FAST
+    if name == "treed_bayes":  # on test_treed's line, as its fitted fixture (TREED_FAST says why)
+        return calibration_variants()[name](Space([Real("x", 0.0, 1.0)])), 12, TREED_FAST
     # jenatton: 80 warm-up sweeps do not mix its noise (see the test), so the table's settings;
     # additive: the 6 reals of its trace run
     model, _ = calibration_model(name, dim=6 if name == "additive" else 2)
     return model, 8, TABLE if name == "jenatton" else FAST
 
 
-@pytest.mark.parametrize("name", ["addtree", "addtree_shared", "independent", "jenatton", "additive", "bark",
-                                  "treed_bayes"])
+# independent (Jenatton without shared weights) in the slow run only (suite time): its density is checked in
+# test_jenatton.py, and this check runs the same model code and sampler on the shared-weights model
+@pytest.mark.parametrize("name", ["addtree", "addtree_shared", pytest.param("independent", marks=pytest.mark.slow),
+                                  "jenatton", "additive", "bark", "treed_bayes"])
 def test_every_other_calibratable_surrogate_passes_a_reduced_calibration(name):
     """The default run's version of the slow 100-simulation check below (the GP's is the 40-simulation test
     above): 10 simulations, family-wise 0.05 with Bonferroni over the quantities, seed 0. A sampler that has

@@ -1,6 +1,6 @@
 """Jenatton et al.'s semi-parametric model (001, Section 2): the fast Eq. 3 route against the dense Eq. 4."""
 
-
+import jax
 import numpy as np
 import numpyro
 import pytest
@@ -8,7 +8,7 @@ from scipy.stats import multivariate_normal
 
 from optim.bench.problems import jenatton_small
 from zoo.data import make_data
-from tests.conftest import FAST_SAMPLER, fast_sample, within_mc_error
+from tests.conftest import FAST_SAMPLER, fast_sample, jitted, within_mc_error
 from zoo.jenatton import Jenatton
 
 
@@ -28,10 +28,10 @@ def setup():
 def test_fast_marginal_likelihood_equals_the_dense_formula(setup):
     space, X, y, model, params = setup
     data = make_data(X, y, fill_row=space.fill_row())
-    fast = float(model.log_marginal(data, params))
+    fast = float(jitted(model).log_marginal(data, params))
     n = len(y)
-    dense_cov = np.asarray(model.dense_covariance(data, params))[:n, :n]
-    b = np.asarray(model.leaf_onehot(data.X) @ params["offset"])[:n]
+    dense_cov = np.asarray(jitted(model).dense_covariance(data, params))[:n, :n]
+    b = np.asarray(jitted(model).leaf_onehot(data.X) @ params["offset"])[:n]
     dense = multivariate_normal(b, dense_cov).logpdf(data.y[:n])
     assert fast == pytest.approx(dense, rel=1e-9)
     # the pointwise (chain-rule) log-likelihood sums to the same value, shifted to user units
@@ -43,14 +43,14 @@ def test_without_shared_weights_it_is_independent_gps(setup):
     model = Jenatton(space, shared=False)
     data = make_data(X, y, fill_row=space.fill_row())
     total = 0.0
-    leaf = np.asarray(model.leaf_onehot(data.X)).argmax(1)[: len(y)]
-    K = np.asarray(model.block_kernel(data.X, data.X, params))[: len(y), : len(y)]
+    leaf = np.asarray(jitted(model).leaf_onehot(data.X)).argmax(1)[: len(y)]
+    K = np.asarray(jitted(model).block_kernel(data.X, data.X, params))[: len(y), : len(y)]
     for p in range(4):
         idx = np.flatnonzero(leaf == p)
         cov = K[np.ix_(idx, idx)] + (params["noise"] + 1e-6 + 1e-8) * np.eye(len(idx))
         total += multivariate_normal(np.full(len(idx), params["offset"][p]), cov).logpdf(data.y[idx])
-    assert float(model.log_marginal(data, params)) == pytest.approx(total, rel=1e-9)
-    assert np.all(np.asarray(model.block_kernel(data.X, data.X, params))[np.ix_(leaf == 0, leaf == 1)] == 0)
+    assert float(jitted(model).log_marginal(data, params)) == pytest.approx(total, rel=1e-9)
+    assert np.all(np.asarray(jitted(model).block_kernel(data.X, data.X, params))[np.ix_(leaf == 0, leaf == 1)] == 0)
 
 
 @pytest.fixture(scope="module")
@@ -80,9 +80,9 @@ def test_sampler_runs_and_predicts(setup, posterior):
 
 def _dense_terms(model, data, params, n):
     """The Eq. 4 joint written out directly: prior mean b, covariance of y, and Z (real rows only)."""
-    b = np.asarray(model.leaf_onehot(data.X) @ params["offset"])[:n]
-    Z = np.asarray(model.feature_matrix(data.X))[:n]
-    Ky = np.asarray(model.dense_covariance(data, params))[:n, :n]
+    b = np.asarray(jitted(model).leaf_onehot(data.X) @ params["offset"])[:n]
+    Z = np.asarray(jitted(model).feature_matrix(data.X))[:n]
+    Ky = np.asarray(jitted(model).dense_covariance(data, params))[:n, :n]
     return b, Z, Ky
 
 
@@ -97,14 +97,15 @@ def test_predictions_integrate_c_exactly(setup):
     n = len(y)
     b, Z, Ky = _dense_terms(model, data, params, n)
     Xq = space.encode(space.sample(9, seed=11))
-    Kq = np.asarray(model.block_kernel(Xq, data.X, params))[:, :n]
-    Zq = np.asarray(model.feature_matrix(Xq))
+    Kq = np.asarray(jitted(model).block_kernel(Xq, data.X, params))[:, :n]
+    Zq = np.asarray(jitted(model).feature_matrix(Xq))
     kqx = Kq + params["sigma_c"] ** 2 * Zq @ Z.T
-    kqq = np.asarray(model.leaf_onehot(Xq) @ params["leaf_variance"]) + params["sigma_c"] ** 2 * np.sum(Zq**2, 1)
-    bq = np.asarray(model.leaf_onehot(Xq) @ params["offset"])
+    onehot_q = np.asarray(jitted(model).leaf_onehot(Xq))
+    kqq = onehot_q @ params["leaf_variance"] + params["sigma_c"] ** 2 * np.sum(Zq**2, 1)
+    bq = onehot_q @ params["offset"]
     mean_dense = bq + kqx @ np.linalg.solve(Ky, data.y[:n] - b)
     var_dense = kqq - np.sum(kqx * np.linalg.solve(Ky, kqx.T).T, 1)
-    mean, var = model.predict_prepared(model.prepare(_stack(params), data), Xq)
+    mean, var = model.predict(_stack(params), data, Xq)
     np.testing.assert_allclose(np.asarray(mean[0]), data.y_mean + data.y_std * mean_dense, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(np.asarray(var[0]), data.y_std**2 * var_dense, rtol=1e-6, atol=1e-10)
 
@@ -123,8 +124,8 @@ def test_path_ei_equals_its_monte_carlo_estimate(setup):
     stacked = {k: np.stack([np.asarray(s[k]) for s in samples]) for k in params}
     # one row per path, with its shared parameter set to a few values
     rows = space.encode([dict(c, r8=0.3) if "r8" in c else dict(c, r9=0.8) for c in space.sample(40, seed=3)])
-    rows = rows[np.unique(np.asarray(model.leaf_onehot(rows)).argmax(1), return_index=True)[1]]
-    mean, var = model.path_predict_prepared(model.prepare(stacked, data), rows)
+    rows = rows[np.unique(np.asarray(jitted(model).leaf_onehot(rows)).argmax(1), return_index=True)[1]]
+    mean, var = jax.jit(lambda s, d, r: model.path_predict_prepared(model.prepare(s, d), r))(stacked, data, rows)
     best = float(np.max(mean))  # an incumbent that leaves every path some improvement
     exact = np.asarray(EI()(mean, var, best))
     draws, mc, se2 = 100_000, np.zeros((len(samples), len(rows))), np.zeros(len(rows))
@@ -134,7 +135,8 @@ def test_path_ei_equals_its_monte_carlo_estimate(setup):
         c_mean = cov_cy @ np.linalg.solve(Ky, data.y[:n] - b)
         c_cov = s["sigma_c"] ** 2 * np.eye(Z.shape[1]) - cov_cy @ np.linalg.solve(Ky, cov_cy.T)
         c = rng.multivariate_normal(c_mean, c_cov, size=draws)
-        level = np.asarray(model.leaf_onehot(rows) @ s["offset"])[None] + c @ np.asarray(model.feature_matrix(rows)).T
+        onehot, features = np.asarray(jitted(model).leaf_onehot(rows)), np.asarray(jitted(model).feature_matrix(rows))
+        level = (onehot @ s["offset"])[None] + c @ features.T
         improvement = np.maximum(best - (data.y_mean + data.y_std * level), 0.0)
         mc[k] = improvement.mean(0)
         se2 += improvement.var(0) / draws
@@ -177,7 +179,7 @@ def test_categorical_inner_parameters_are_one_hot_features():
     model = Jenatton(space)
     config = space.sample(1, seed=0)[0]
     config.update(preprocessing="l2_rows", activation="tanh")
-    z = np.asarray(model.feature_matrix(space.encode([config])))[0]
+    z = np.asarray(jitted(model).feature_matrix(space.encode([config])))[0]
     _, coords = model.arviz_dims()
     labels = dict(zip(coords["feature"], z))
     assert labels["root:preprocessing=l2_rows"] == 1 and labels["root:preprocessing=none"] == 0

@@ -10,11 +10,12 @@ import pytest
 from numpyro import handlers
 from scipy import stats
 
+import inference
 from inference.moves.tree_moves import propose
 from optim.acquisition import LogEI
 from optim.grid import GridConfig, optimize_grid
 from optim.integrated import AcquisitionFunction
-from tests.conftest import fast_sample
+from tests.conftest import TREED_FAST
 from zoo import Categorical, Real, Space
 from zoo.data import make_data
 from zoo.heap_trees import BARTPrior, route
@@ -151,12 +152,12 @@ def test_the_partition_moves_likelihood_change_is_the_model_density_change():
 @pytest.fixture(scope="module")
 def bayes_fit():
     """treed_bayes (the calibrated variant: depth 2, 3 rows per leaf) fitted to a step function on [0, 1] (smooth
-    left, rough right) with the shared fast settings: the same compiled run as the reduced calibration."""
+    left, rough right) with the reduced calibration's settings (TREED_FAST): the same compiled run."""
     rng = np.random.default_rng(4)
     X = rng.uniform(size=(16, 1))
     y = np.where(X[:, 0] < 0.5, 0.2 * X[:, 0], np.sin(30 * X[:, 0]))
     model = Treed(LINE, partition="mcmc", likelihood="leaves", max_depth=2, min_leaf=3)
-    return fast_sample(model, X, y, key=3)
+    return inference.sample(model, X, y, 3, **TREED_FAST)
 
 
 def test_predictions_are_the_routed_leaf_gp_on_its_own_data(bayes_fit):
@@ -166,9 +167,10 @@ def test_predictions_are_the_routed_leaf_gp_on_its_own_data(bayes_fit):
     d, n = post.data, len(post.y)
     X, ys = np.asarray(d.X[:n]), np.asarray(d.y[:n])
     flat = post.flat_samples()
+    router = jax.jit(lambda t, rows: route(model.spec, t, rows))
     for s in range(0, mean.shape[0], 5):
         tree = jnp.asarray(flat["partition"][s, 0])
-        lx, lq = np.asarray(route(model.spec, tree, X)), np.asarray(route(model.spec, tree, Xq))
+        lx, lq = np.asarray(router(tree, X)), np.asarray(router(tree, Xq))
         for q in range(len(Xq)):
             j = lq[q]
             sel = lx == j

@@ -92,6 +92,7 @@ class Additive(ExactGP, NoiselessForm, DependencyForest, StructureMoves):
     default_acquisition = "ucb"
     preferred_optimizers = ("message_passing",)
     discrete_sites = {"graph": "graph"}
+    prior_is_traceable = False  # the forest prior's exact draw runs in NumPy (zoo.forest_prior)
     #: BO-loop MCMC budget: a likelihood costs O(D n^2) plus a Cholesky, so warm fits are short
     #: continuations (10 warm-up + 8 x 2 sweeps) with shallow NUTS trees (at most 16 leapfrog steps), run
     #: every 5th iteration (paper 002 relearns every 15); in between the draws condition on the new data

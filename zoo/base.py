@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from zoo.compiled import compiled
 from zoo.data import Data
 from zoo.space import Space
 
@@ -81,8 +82,9 @@ class Surrogate:
         raise NotImplementedError
 
     def predict(self, samples: dict, data: Data, Xq):
-        """Per-sample latent mean and variance [S, N] at encoded rows Xq (user units)."""
-        return self.predict_prepared(self.prepare(samples, data), jnp.asarray(Xq))
+        """Per-sample latent mean and variance [S, N] at encoded rows Xq (user units); compiled once per
+        surrogate and shape (run op by op, a prediction compiles each primitive on its own)."""
+        return compiled("surrogate_predict", _predict_fn, self)(samples, data, jnp.asarray(Xq))
 
     def log_likelihood(self, sample: dict, data: Data, loo: bool = False) -> jax.Array:
         """Pointwise log-likelihood [n_pad] of one posterior sample, user units (0 on padded rows): the
@@ -91,18 +93,28 @@ class Surrogate:
         raise NotImplementedError
 
     # --- the generative direction: simulation-based calibration ------------------------------
+    #: whether `draw_joint` can run inside `jax.jit`: False where a site's exact prior sampler runs in
+    #: NumPy (the additive model's forest prior), and `simulate` then runs it eagerly, op by op
+    prior_is_traceable: bool = True
+
     def simulate(self, key, data: Data) -> tuple[dict, jax.Array]:
         """One draw of every site from the prior and of standardized y [n_pad] given it (0 on padded rows):
         the joint density the sampler targets, run forwards (inference.calibrate checks the sampler
-        against it). Default: the NumPyro model run forwards, y drawn at its observed site ``y``; a model
-        that scores y through factors overrides this."""
+        against it). Runs `draw_joint` compiled once per (surrogate, data bucket) where the prior allows."""
+        if not self.prior_is_traceable:
+            return self.draw_joint(key, data)
+        return compiled("simulate", lambda s: jax.jit(s.draw_joint), self)(key, data)
+
+    def draw_joint(self, key, data: Data) -> tuple[dict, jax.Array]:
+        """`simulate`'s draw, traceable where `prior_is_traceable`. Default: the NumPyro model run forwards,
+        y drawn at its observed site ``y``; a model that scores y through factors overrides this."""
         from numpyro import handlers
 
         k_sites, k_y = jax.random.split(key)
         trace = handlers.trace(handlers.seed(self.model, k_sites)).get_trace(data)
         if "y" not in trace or not trace["y"].get("is_observed"):
             raise NotImplementedError(f"{self.name!r} has no observed site 'y' to simulate from: it must "
-                                      "override Surrogate.simulate to be calibrated")
+                                      "override Surrogate.draw_joint to be calibrated")
         sample = {name: site["value"] for name, site in trace.items()
                   if site["type"] == "deterministic" or (site["type"] == "sample" and not site["is_observed"])}
         return sample, jnp.where(data.mask, trace["y"]["fn"].sample(k_y), 0.0)
@@ -254,3 +266,8 @@ class NoiselessForm:
 
 CAPABILITIES = (AdditiveComponents, PathPredictions, StructureMoves, ForestPosterior, CoordinateMoments,
                 DependencyForest, NoiselessForm)
+
+
+def _predict_fn(surrogate: Surrogate):
+    """Jitted (samples, data, Xq) -> `surrogate.predict_prepared(surrogate.prepare(samples, data), Xq)`."""
+    return jax.jit(lambda samples, data, Xq: surrogate.predict_prepared(surrogate.prepare(samples, data), Xq))

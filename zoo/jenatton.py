@@ -168,11 +168,11 @@ class Jenatton(Surrogate, PathPredictions, NoiselessForm):
         numpyro.deterministic("c", c_mean + solve_triangular(L_lam.T, eps, lower=False))
         numpyro.factor("y_marginal", self.log_marginal(data, params, terms=(L, Z, b, L_lam, c_mean)))
 
-    def simulate(self, key, data: Data):
+    def draw_joint(self, key, data: Data):
         """Prior draw of theta and of c ~ N(0, sigma_c^2 I), then y = b + Z c + eps, eps ~ N(0, M) (001
         Section 2.2): the generative form of the joint that the model scores as p(y | theta) p(c | y, theta)."""
         if not self.shared:
-            return super().simulate(key, data)
+            return super().draw_joint(key, data)
         k_theta, k_c, k_y = jax.random.split(key, 3)
         params = numpyro.handlers.seed(self.sample_hyperparameters, k_theta)()
         L, Z, b, _, _ = self._terms(data, params)
