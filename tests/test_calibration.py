@@ -120,10 +120,16 @@ def reduced_case(name):
     return model, 8, TABLE if name == "jenatton" else FAST
 
 
-# independent (Jenatton without shared weights) in the slow run only (suite time): its density is checked in
-# test_jenatton.py, and this check runs the same model code and sampler on the shared-weights model
-@pytest.mark.parametrize("name", ["addtree", "addtree_shared", pytest.param("independent", marks=pytest.mark.slow),
-                                  "jenatton", "additive", "bark", "treed_bayes"])
+# in the slow run only (suite time), each with default statistical checks of its own: independent (Jenatton
+# without shared weights: its density in test_jenatton.py, and this check runs the same code with shared weights),
+# addtree (prior reproduction in test_prior_reproduction.py; addtree_shared runs here on the same sampler) and
+# additive (its graph moves against a tilted forest prior in test_additive.py)
+SLOW_CALIBRATIONS = {"independent", "addtree", "additive"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_CALIBRATIONS else n
+                                  for n in ["addtree", "addtree_shared", "independent", "jenatton", "additive", "bark",
+                                            "treed_bayes"]])
 def test_every_other_calibratable_surrogate_passes_a_reduced_calibration(name):
     """The default run's version of the slow 100-simulation check below (the GP's is the 40-simulation test
     above): 10 simulations, family-wise 0.05 with Bonferroni over the quantities, seed 0. A sampler that has

@@ -304,7 +304,7 @@ def test_runs_killed_with_sigkill_at_random_moments_lose_at_most_the_evaluation_
             warnings.simplefilter("ignore", RuntimeWarning)  # JAX's fork note: the child runs no JAX
             child = ctx.Process(target=_journalled_run, args=(flat2, str(path), str(returned), budget))
             child.start()
-        time.sleep(rng.uniform(0.05, 0.5))
+        time.sleep(rng.uniform(0.02, 0.3))
         os.kill(child.pid, signal.SIGKILL)
         child.join()
         with warnings.catch_warnings():
