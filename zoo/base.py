@@ -103,7 +103,7 @@ class Surrogate:
         against it). Runs `draw_joint` compiled once per (surrogate, data bucket) where the prior allows."""
         if not self.prior_is_traceable:
             return self.draw_joint(key, data)
-        return compiled("simulate", lambda s: jax.jit(s.draw_joint), self)(key, data)
+        return compiled("simulate", _simulate_fn, self)(key, data)
 
     def draw_joint(self, key, data: Data) -> tuple[dict, jax.Array]:
         """`simulate`'s draw, traceable where `prior_is_traceable`. Default: the NumPyro model run forwards,
@@ -271,3 +271,8 @@ CAPABILITIES = (AdditiveComponents, PathPredictions, StructureMoves, ForestPoste
 def _predict_fn(surrogate: Surrogate):
     """Jitted (samples, data, Xq) -> `surrogate.predict_prepared(surrogate.prepare(samples, data), Xq)`."""
     return jax.jit(lambda samples, data, Xq: surrogate.predict_prepared(surrogate.prepare(samples, data), Xq))
+
+
+def _simulate_fn(surrogate: Surrogate):
+    """Jitted (key, data) -> `surrogate.draw_joint(key, data)`."""
+    return jax.jit(surrogate.draw_joint)
