@@ -120,10 +120,10 @@ def reduced_case(name):
     return model, 8, TABLE if name == "jenatton" else FAST
 
 
-# in the slow run only (suite time), each with default statistical checks of its own: independent (Jenatton
-# without shared weights: its density in test_jenatton.py, and this check runs the same code with shared weights),
-# addtree (prior reproduction in test_prior_reproduction.py; addtree_shared runs here on the same sampler) and
-# additive (its graph moves against a tilted forest prior in test_additive.py)
+# in the slow run only (suite time); each keeps default checks of its own: independent (Jenatton without shared
+# weights) its exact density in test_jenatton.py, with the same sampler calibrated here on the shared-weights
+# model; addtree its prior reproduction in test_prior_reproduction.py, with addtree_shared calibrated here on the
+# same sampler; additive its graph moves against a tilted forest prior in test_additive.py
 SLOW_CALIBRATIONS = {"independent", "addtree", "additive"}
 
 
