@@ -264,8 +264,9 @@ def test_predictions_equal_the_direct_gp_formulas(small_bark_acqf):
     mean, var = post.predict(Xq)
     d = post.data
     n = len(post.y)
+    router = compiled_router(s.spec)
     for i, (forest, noise) in enumerate(zip(post.flat_samples()["forest"], post.flat_samples()["noise"])):
-        lx, lq = np.asarray(compiled_router(s.spec)(forest, d.X[:n])), np.asarray(compiled_router(s.spec)(forest, Xq))
+        lx, lq = np.asarray(router(forest, d.X[:n])), np.asarray(router(forest, Xq))
         K = (lx[:, :, None] == lx[:, None, :]).mean(0) + (noise + NOISE_FLOOR + JITTER) * np.eye(n)
         k = (lx[:, :, None] == lq[:, None, :]).mean(0)
         ys = (post.y - d.y_mean) / d.y_std

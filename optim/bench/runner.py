@@ -467,6 +467,11 @@ def cmd_scaling(args) -> int:
     return 0
 
 
+def proposes_ahead(propose_ahead: bool, workers: int) -> bool:
+    """Whether a parallel run proposes ahead (and its record says so): a 1-worker run never does."""
+    return propose_ahead and workers > 1
+
+
 def parallel_cell(problem_name: str, workers: int, seed: int, budget: int, n_init: int, sleep: float,
                   propose_ahead: bool = False) -> dict:
     """One asynchronous run with `workers` processes on a sleeping objective: values in the order they were
@@ -476,7 +481,7 @@ def parallel_cell(problem_name: str, workers: int, seed: int, budget: int, n_ini
     from optim.loop import minimize
 
     problem = get_problem(problem_name)
-    ahead = propose_ahead and workers > 1
+    ahead = proposes_ahead(propose_ahead, workers)
     t0, told = time.perf_counter(), []
     res = minimize(ProblemByName(problem_name, sleep=sleep), problem.space, "gp", budget=budget, seed=seed,
                    n_init=n_init, n_workers=workers, propose_ahead=ahead,
@@ -496,8 +501,8 @@ def cmd_parallel(args) -> int:
     parallel_cell(args.problem, 1, 0, args.budget, args.n_init, 0.0)
     for seed in range(args.seeds):
         for workers in args.workers:
-            rec_key = (args.problem, workers, seed, args.budget, args.sleep, args.propose_ahead and workers > 1)
-            if rec_key in done:
+            ahead = proposes_ahead(args.propose_ahead, workers)
+            if (args.problem, workers, seed, args.budget, args.sleep, ahead) in done:
                 continue
             rec = parallel_cell(args.problem, workers, seed, args.budget, args.n_init, args.sleep, args.propose_ahead)
             with open(args.out, "a") as f:
