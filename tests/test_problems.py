@@ -211,3 +211,51 @@ def test_non_stationary_problems_of_the_treed_paper():
     assert b.space.dim == 4 and b({f"x{i}": 0.3 for i in range(4)}) == pytest.approx(0.0, abs=0.01)
     pts = np.random.default_rng(0).uniform(size=(200_000, 4))
     assert b.optimum < bowl_basin_value(pts).min() and b.optimum < bowl_basin_value(np.full(4, 0.85))
+
+
+def test_the_conditional_family_covers_the_kinds_of_tree_the_issue_names():
+    from optim.bench.problems import FAMILY_SIZE, HELD_OUT
+
+    facts = [get_problem(f"conditional_{i}").info for i in range(FAMILY_SIZE)]
+    assert {f["depth"] for f in facts} == {2, 3, 4}
+    assert {b for f in facts for b in f["branching"]} == {2, 3}
+    assert {f["balanced"] for f in facts} == {True, False}
+    assert all(f["shared"] > 0 for f in facts)  # parameters on inner vertices in every instance
+    assert {s for f in facts for s in f["shapes"]} == {"bowl", "narrow", "ridge", "multimodal"}
+    assert all(len(f["shapes"]) >= 2 for f in facts)  # leaves unlike each other within an instance
+    assert sum(f["integers"] > 0 for f in facts) >= 6 and sum(f["categoricals"] > 0 for f in facts) >= 6
+    assert [i for i, f in enumerate(facts) if f["held_out"]] == list(HELD_OUT)
+
+
+@pytest.mark.parametrize("index", range(12))
+def test_a_family_instance_reaches_its_stated_optimum_and_nothing_goes_below_it(index):
+    p = get_problem(f"conditional_{index}")
+    argmin = p.info["argmin"]
+    assert p.space.validate(argmin) == argmin
+    assert p(argmin) == pytest.approx(p.optimum, abs=1e-12)
+    values = np.array([p(c) for c in p.space.sample(400, seed=index)])
+    assert values.min() > p.optimum + 1e-4  # random configurations are feasible and above the optimum
+    # every wrong decision on the optimal path costs at least 0.1 (its penalty) whatever else is chosen
+    path = p.space.active_path(argmin)
+    for decision, value in path.decisions.items():
+        others = [c for c in p.space.sample(200, seed=index + 1) if c.get(decision, value) != value]
+        assert all(p(c) >= 0.1 for c in others)
+    # a small move of one numeric parameter away from the argmin does not improve on it
+    rng = np.random.default_rng(index)
+    for param in p.space.columns:
+        if param.name in argmin and param.kind != 2:
+            u = param.to_unit(argmin[param.name]) + rng.choice([-1, 1]) * 0.05
+            moved = dict(argmin, **{param.name: param.from_unit(min(max(u, 0.0), 1.0))})
+            assert p(moved) >= p.optimum
+
+
+def test_family_instances_are_reproducible_and_distinct():
+    from optim.bench.problems.conditional_family import conditional_family
+
+    a, b, c = conditional_family(3), conditional_family(3), conditional_family(4)
+    assert a.space == b.space and a.info["argmin"] == b.info["argmin"]
+    assert a.space != c.space
+    configs = a.space.sample(20, seed=0)
+    assert [a(x) for x in configs] == [b(x) for x in configs]
+    with pytest.raises(ValueError, match="non-negative integer"):
+        conditional_family(-1)

@@ -6,6 +6,7 @@ from functools import partial
 
 from optim.bench.problems.additive import additive_gp, hartmann6_permuted
 from optim.bench.problems.base import Problem
+from optim.bench.problems.conditional_family import FAMILY_SIZE, HELD_OUT, conditional_family
 from optim.bench.problems.jenatton import jenatton_large, jenatton_small
 from optim.bench.problems.mixed import discrete_ackley, discrete_rosenbrock, pest_control, tree_function
 from optim.bench.problems.ml import compression, mlp_tuning
@@ -45,6 +46,8 @@ PROBLEMS = {
     # non-stationary (004)
     "rkhs1d": rkhs1d,
     "bowl_basin4": bowl_basin4,
+    # a seeded family of conditional problems (issue 23); instances HELD_OUT are never tuned on
+    **{f"conditional_{i}": partial(conditional_family, i) for i in range(FAMILY_SIZE)},
 }
 
 
@@ -91,4 +94,4 @@ class ProblemByName:
 __all__ = ["Problem", "PROBLEMS", "get_problem", "ProblemByName", "jenatton_small", "jenatton_large", "exp2d",
            "hartmann6", "styblinski_tang",
            "mlp_tuning", "compression", "tree_function", "discrete_ackley", "discrete_rosenbrock", "pest_control",
-           "additive_gp", "hartmann6_permuted", "rkhs1d", "bowl_basin4"]
+           "additive_gp", "hartmann6_permuted", "rkhs1d", "bowl_basin4", "conditional_family", "FAMILY_SIZE", "HELD_OUT"]
