@@ -53,7 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="minimize a built-in problem and print the best configuration")
     run.add_argument("--problem", default="jenatton_small", choices=sorted(PROBLEMS))
-    run.add_argument("--surrogate", default="gp", choices=available())
+    run.add_argument("--surrogate", default="auto", choices=available(),
+                     help="default auto: picked from the space and --deterministic (the pick is printed)")
     run.add_argument("--acquisition", default=None, choices=["logei", "ei", "pi", "ucb"],
                      help="default: the surrogate's own (UCB for bark, log-EI for the others)")
     run.add_argument("--output-transform", default="none", choices=OUTPUT_TRANSFORMS,
@@ -116,7 +117,7 @@ def main(argv=None) -> int:
 
     problem = get_problem(args.problem, noise_std=args.noise, seed=args.seed)
     try:  # the surrogate, acquisition and options are checked before any evaluation is spent
-        BayesOpt(problem.space, surrogate=args.surrogate, acquisition=args.acquisition, seed=args.seed,
+        checked = BayesOpt(problem.space, surrogate=args.surrogate, acquisition=args.acquisition, seed=args.seed,
                  n_init=args.n_init, output_transform=args.output_transform, deterministic=args.deterministic,
                  batch_strategy=args.batch_strategy)
     except (ValueError, TypeError) as exc:
@@ -131,8 +132,9 @@ def main(argv=None) -> int:
             executor = Client(args.dask_scheduler, timeout=30)
         except (OSError, ValueError, TypeError) as exc:
             parser.error(f"--dask-scheduler {args.dask_scheduler}: cannot connect ({exc})")
+    named = checked.surrogate_spec + (" (auto)" if checked.auto_choice else "")
     print(f"treezoo: minimizing {problem.name} (dim {problem.space.dim}, {len(problem.space.paths)} path(s)) "
-          f"with surrogate={args.surrogate}, acquisition={args.acquisition or 'default'}, budget={args.budget}, "
+          f"with surrogate={named}, acquisition={args.acquisition or 'default'}, budget={args.budget}, "
           f"seed={args.seed}" + (", deterministic" if args.deterministic else ""),
           flush=True)
     if args.workers or executor is not None:

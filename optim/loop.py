@@ -17,6 +17,7 @@ import json
 import math
 import numbers
 import os
+import sys
 import time
 import warnings
 import zlib
@@ -28,6 +29,7 @@ import numpy as np
 
 from inference import Posterior, WarmStart, sample
 from optim.acquisition import UCB, get_acquisition
+from optim.auto import AUTO, AutoChoice, choose_surrogate
 from optim.batch import check_batch_strategy, with_pending
 from optim.integrated import AcquisitionFunction
 from optim.journal import JOURNAL_FORMAT, KIND, Journal, is_journal, read_header, read_journal, write_json_atomically
@@ -126,7 +128,7 @@ def _check_value(value) -> float:
 class BayesOpt:
     """Ask/tell Bayesian optimization (minimization) of a black box over a `zoo.Space`.
 
-    >>> opt = BayesOpt(space, surrogate="gp", seed=0)
+    >>> opt = BayesOpt(space, seed=0)   # surrogate="auto": picked from the space (optim.auto), see opt.auto_choice
     >>> config = opt.ask(); opt.tell(config, f(config))
     >>> batch = opt.ask(4)   # four distinct configurations to evaluate in parallel, told in any order
 
@@ -139,7 +141,7 @@ class BayesOpt:
     (optim.journal), and an existing journal of the same run is resumed (one of another run is refused).
     """
 
-    def __init__(self, space: Space, surrogate="gp", acquisition=None, seed: int = 0,
+    def __init__(self, space: Space, surrogate="auto", acquisition=None, seed: int = 0,
                  n_init: int | None = None, sampler: SamplerSettings | None = None,
                  optimizer=None, design: str = "sobol", output_transform: str = "none",
                  deterministic: bool = False, batch_strategy: str = "believer", journal=None):
@@ -151,12 +153,18 @@ class BayesOpt:
             raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         _check_n_init(n_init)
         self.space = space
-        self.surrogate_spec = (surrogate if isinstance(surrogate, str)
-                               else surrogate.name if isinstance(surrogate, Surrogate) else "custom")
-        self.surrogate = make_surrogate(surrogate, space)
         if not isinstance(deterministic, (bool, np.bool_)):
             raise TypeError(f"deterministic must be True or False, got {deterministic!r}")
         self.deterministic = bool(deterministic)
+        # "auto": a registered surrogate picked from the space and the declared noise (optim.auto); the run
+        # records the pick, and a resumed journal gets the pick it recorded
+        self.auto_choice: AutoChoice | None = None
+        if isinstance(surrogate, str) and surrogate == AUTO:
+            self.auto_choice = choose_surrogate(space, self.deterministic)
+            surrogate = self.auto_choice.name
+        self.surrogate_spec = (surrogate if isinstance(surrogate, str)
+                               else surrogate.name if isinstance(surrogate, Surrogate) else "custom")
+        self.surrogate = make_surrogate(surrogate, space)
         if self.deterministic:  # the user declares y exact: the model's noise prior moves near zero
             if self.surrogate is None:
                 raise ValueError("deterministic=True needs a model; random search has no noise to switch off")
@@ -342,6 +350,7 @@ class BayesOpt:
             "optimizer": (None if self.optimizer_entry is None
                           else optimizer_to_dict(self.optimizer_entry, self.optimizer)),
             "batch_strategy": self.batch_strategy,
+            **({} if self.auto_choice is None else {"auto": self.auto_choice.rule}),
         }
 
     def state_dict(self) -> dict:
@@ -359,15 +368,18 @@ class BayesOpt:
         space = Space.from_dict(d["space"])
         acq = d["acquisition"]
         acquisition = UCB(beta=acq["beta"]) if acq["name"] == "ucb" else acq["name"]
-        surrogate = surrogate if surrogate is not None else d["surrogate"]
+        surrogate = surrogate if surrogate is not None else d["surrogate"]  # auto's pick, as recorded
         optimizer = None
         if d["optimizer"] is not None and surrogate != "random":
             name, config = optimizer_from_dict(d["optimizer"])
             optimizer = config if name is None else (name, config)
-        return cls(space, surrogate=surrogate, acquisition=acquisition, seed=d["seed"], n_init=d["n_init"],
-                   sampler=SamplerSettings(**d["sampler"]), optimizer=optimizer,
-                   design=d.get("design", "sobol"), output_transform=d.get("output_transform", "none"),
-                   deterministic=d.get("deterministic", False), batch_strategy=d.get("batch_strategy", "believer"))
+        opt = cls(space, surrogate=surrogate, acquisition=acquisition, seed=d["seed"], n_init=d["n_init"],
+                  sampler=SamplerSettings(**d["sampler"]), optimizer=optimizer,
+                  design=d.get("design", "sobol"), output_transform=d.get("output_transform", "none"),
+                  deterministic=d.get("deterministic", False), batch_strategy=d.get("batch_strategy", "believer"))
+        if d.get("auto") is not None:
+            opt.auto_choice = AutoChoice(opt.surrogate_spec, d["auto"])
+        return opt
 
     @classmethod
     def load(cls, path, surrogate=None) -> "BayesOpt":
@@ -435,7 +447,9 @@ class BayesOpt:
                 first = journal.records[0]
                 if first.get("kind") != KIND or first.get("format") != JOURNAL_FORMAT:
                     raise ValueError(f"{path}: not a treezoo journal of format {JOURNAL_FORMAT}")
-                differ = [k for k in header["run"] if first["run"].get(k) != header["run"][k]]
+                # "auto" is how the surrogate was named, not a setting: a run begun with "auto" resumes under
+                # the surrogate it picked, named or auto's (if auto's rules changed since, "surrogate" differs)
+                differ = [k for k in header["run"] if k != "auto" and first["run"].get(k) != header["run"][k]]
                 if differ:
                     raise ValueError(
                         f"{path} holds a different run (it differs in {', '.join(differ)}); pass another path, "
@@ -553,11 +567,15 @@ class Result:
                 f"evaluations={len(self.history)}, failed={failed})")
 
 
-def minimize(objective: Callable[[dict], float], space: Space, surrogate="gp", budget: int = 50,
+def minimize(objective: Callable[[dict], float], space: Space, surrogate="auto", budget: int = 50,
              seed: int = 0, n_init: int | None = None, acquisition=None, progress: bool = False,
              checkpoint=None, callback: Callable | None = None, n_workers: int | None = None, executor=None,
              timeout: float | None = None, propose_ahead: bool = False, **settings) -> Result:
     """Minimize `objective(config) -> float` over `space` with `budget` evaluations.
+
+    `surrogate`: "auto" (default: picked from the space and `deterministic` by the rules of optim.auto,
+    printed with the progress bar and kept in `result.optimizer.auto_choice` and the journal), a registered
+    name (optim.registry.available()), "random", or a `zoo.Surrogate` instance.
 
     The first `n_init` evaluations are a scrambled Sobol design (default: max(dim + 1, number of
     paths), capped at 20 and at the budget); `settings` may pass `design="paths"` so that the first
@@ -621,6 +639,9 @@ def minimize(objective: Callable[[dict], float], space: Space, surrogate="gp", b
     bar = None
     if progress:
         from tqdm.auto import tqdm
+        if opt.auto_choice is not None:
+            print(f"treezoo: surrogate auto -> {opt.auto_choice.name}: {opt.auto_choice.rule}", file=sys.stderr,
+                  flush=True)
         bar = tqdm(total=int(budget), initial=min(len(opt.history), int(budget)),
                    desc=f"treezoo[{opt.surrogate_spec}]", unit="eval")
 

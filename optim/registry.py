@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Callable
 
+from optim.auto import AUTO, choose_surrogate
 from optim.conditional_search import addtree_ucb_search, two_step_search
 from optim.grid import GridConfig, optimize_grid
 from optim.message_passing import MessagePassingConfig, optimize_message_passing
@@ -155,7 +156,8 @@ def optimizer_from_dict(d: dict):
 
 
 def available() -> list[str]:
-    return sorted(SURROGATES) + [RANDOM]
+    """Names `surrogate=` takes: "auto" (optim.auto), the registered surrogates, "random"."""
+    return [AUTO] + sorted(SURROGATES) + [RANDOM]
 
 
 def register_surrogate(name: str, factory: Callable[[Space], Surrogate]) -> None:
@@ -168,6 +170,8 @@ def make_surrogate(surrogate, space: Space):
     if isinstance(surrogate, str):
         if surrogate == RANDOM:
             return None
+        if surrogate == AUTO:
+            surrogate = choose_surrogate(space).name
         if surrogate not in SURROGATES:
             raise ValueError(f"unknown surrogate {surrogate!r}; registered: {available()}")
         return SURROGATES[surrogate](space)

@@ -6,8 +6,8 @@ not, with:
 
 - path penalties: every decision has one free child; each other child adds 0.1-0.6, so the optimum
   lies on one path and every wrong decision costs something;
-- shared parameters on inner vertices (a real on [0, 1] or an integer on 0..8): active on every path
-  through the vertex, with an effect that depends on which child is chosen (its own centre and weight
+- shared parameters on inner vertices (the root and about half the others; a real on [0, 1] or an
+  integer on 0..8): active on every path through the vertex, with an effect that depends on which child is chosen (its own centre and weight
   per child), and a real one also shifts the optima of the leaves below it;
 - leaf functions of different shapes (a bowl, a narrow basin in a wide bowl, a Rosenbrock ridge, a
   multimodal cosine bowl) on reals with different ranges and log scales, plus integer and categorical
@@ -31,7 +31,7 @@ from zoo.space import Categorical, Integer, Node, Real, Space
 FAMILY_SIZE = 12
 HELD_OUT = (8, 9, 10, 11)  # never tuned on: report apart
 FAMILY_SEED = 20261125
-MAX_LEAVES = 12
+MAX_LEAVES = 9  # 3 x 3 balanced; with 1-2 reals per leaf, instances have about 8-25 columns (3-9 per path)
 SHAPES = ("bowl", "narrow", "ridge", "multimodal")
 _REAL_RANGES = ((0.0, 1.0, False), (-1.0, 1.0, False), (0.0, 10.0, False), (1e-3, 1.0, True))
 _INTEGER_HIGH = 8  # shared integers range over 0..8
@@ -122,7 +122,7 @@ class _Builder:
         penalty[int(rng.integers(n))] = 0.0
         v.penalty = penalty
         shift = shift_parent
-        if rng.random() < 0.6:  # a parameter shared by the whole subtree, with per-child effects
+        if rng.random() < 0.5 or name == "root":  # shared by the whole subtree, with per-child effects
             if rng.random() < 0.25:
                 p = Integer(self._name("s"), 0, _INTEGER_HIGH)
                 centre = rng.integers(1, _INTEGER_HIGH, n) / _INTEGER_HIGH
@@ -138,18 +138,19 @@ class _Builder:
         rng = self.rng
         v = _Vertex(name)
         shape = SHAPES[int(rng.integers(len(SHAPES)))]
-        dim = 2 if shape == "ridge" else int(rng.integers(1, 3 if shape != "bowl" else 4))
+        dim = 2 if shape == "ridge" else 1
         reals = [self.real() for _ in range(dim)]
         scale = {"bowl": rng.uniform(0.4, 0.8), "narrow": rng.uniform(0.05, 0.1), "ridge": 0.7,
                  "multimodal": rng.uniform(0.3, 0.5)}[shape]
         v.terms.append(_Term("leaf", reals, centre=rng.uniform(0.2, 0.8, dim), weight=rng.uniform(0.5, 2.0),
                              shape=shape, scale=scale, frequency=rng.uniform(1.5, 2.5),
                              shift=rng.uniform(-0.15, 0.15, dim) if shifted else None))
-        if rng.random() < 0.3:
+        if rng.random() < 0.25:
             high = int(rng.integers(4, 11))
-            v.terms.append(_Term("integer", [Integer(self._name("n"), 0, high)],
-                                 centre=np.array([int(rng.integers(0, high + 1)) / high]), weight=rng.uniform(0.3, 1.0)))
-        if rng.random() < 0.3:
+            centre = np.array([int(rng.integers(0, high + 1)) / high])
+            v.terms.append(_Term("integer", [Integer(self._name("n"), 0, high)], centre=centre,
+                                 weight=rng.uniform(0.3, 1.0)))
+        if rng.random() < 0.25:
             k = int(rng.integers(3, 5))
             offsets = rng.uniform(0.1, 0.5, k)
             offsets[int(rng.integers(k))] = 0.0

@@ -1,0 +1,67 @@
+"""`surrogate="auto"`: the rules of optim.auto, the default of BayesOpt / minimize / the CLI, and the record of
+the pick in the run's journal."""
+
+import json
+
+import pytest
+
+from optim import cli
+from optim.auto import HIGH_DIMENSIONAL, choose_surrogate
+from optim.bench.problems import get_problem
+from optim.loop import BayesOpt, minimize
+from optim.registry import available, make_surrogate
+from zoo import Categorical, Integer, Real, Space
+
+
+def _flat(n_real, n_integer=0, n_categorical=0):
+    return Space([Real(f"x{i}", 0.0, 1.0) for i in range(n_real)]
+                 + [Integer(f"k{i}", 0, 5) for i in range(n_integer)]
+                 + [Categorical(f"c{i}", ("a", "b")) for i in range(n_categorical)])
+
+
+@pytest.mark.parametrize("space, deterministic, expected", [
+    (get_problem("jenatton_small").space, False, "gp"),  # conditional
+    (get_problem("conditional_1").space, True, "gp"),
+    (_flat(6), False, "gp"),  # low-dimensional
+    (_flat(HIGH_DIMENSIONAL - 1), False, "gp"),
+    (_flat(HIGH_DIMENSIONAL - 5, n_integer=5), False, "additive"),  # 20 numeric columns
+    (_flat(40), False, "additive"),
+    (_flat(40), True, "gp"),  # declared exact: the additive forest has no noiseless form
+    (_flat(25, n_categorical=1), False, "gp"),  # mixed
+])
+def test_auto_picks_by_the_documented_rules(space, deterministic, expected):
+    choice = choose_surrogate(space, deterministic)
+    assert choice.name == expected and choice.rule
+    opt = BayesOpt(space, seed=0, deterministic=deterministic)  # auto is the default
+    assert opt.auto_choice == choice and opt.surrogate_spec == expected and opt.surrogate.name.startswith(expected)
+    assert make_surrogate("auto", space).name.startswith(choose_surrogate(space).name)
+
+
+def test_auto_is_listed_and_a_named_surrogate_is_taken_as_named():
+    assert available()[0] == "auto" and "gp" in available()
+    opt = BayesOpt(_flat(40), "gp")
+    assert opt.auto_choice is None and opt.surrogate_spec == "gp" and "auto" not in opt.settings_dict()
+    with pytest.raises(TypeError, match="zoo.Space"):
+        choose_surrogate({"x": (0, 1)})
+
+
+def test_the_pick_is_printed_and_kept_in_the_journal_and_a_resume_keeps_it(tmp_path, capsys):
+    space, path = _flat(HIGH_DIMENSIONAL), tmp_path / "run.jsonl"
+    # the initial design only (budget = n_init): no model is fitted
+    res = minimize(lambda c: sum(c.values()), space, budget=3, n_init=3, progress=True, checkpoint=path)
+    assert "surrogate auto -> additive" in capsys.readouterr().err
+    assert res.optimizer.auto_choice.name == "additive"
+    header = json.loads(path.read_text().splitlines()[0])["run"]
+    assert header["surrogate"] == "additive" and "Star-20" in header["auto"]
+    loaded = BayesOpt.load(path)
+    assert loaded.auto_choice == res.optimizer.auto_choice and len(loaded.history) == 3
+    with BayesOpt(space, "additive", n_init=3, journal=path) as named:  # the pick, named, resumes the same run
+        assert len(named.history) == 3
+    with pytest.raises(ValueError, match="differs in surrogate"):
+        BayesOpt(space, "gp", n_init=3, journal=path)
+
+
+def test_the_cli_runs_auto_by_default_and_says_what_it_picked(capsys):
+    assert cli.main(["run", "--problem", "hartmann6_aug20", "--budget", "3", "--n-init", "3", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "surrogate=additive (auto)" in out and "best value:" in out
