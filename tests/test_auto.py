@@ -10,7 +10,7 @@ from optim.auto import HIGH_DIMENSIONAL, choose_surrogate
 from optim.bench.problems import get_problem
 from optim.loop import BayesOpt, minimize
 from optim.registry import available, make_surrogate
-from zoo import Categorical, Integer, Real, Space
+from zoo import Categorical, Integer, Node, Real, Space
 
 
 def _flat(n_real, n_integer=0, n_categorical=0):
@@ -20,14 +20,15 @@ def _flat(n_real, n_integer=0, n_categorical=0):
 
 
 @pytest.mark.parametrize("space, deterministic, expected", [
-    (get_problem("jenatton_small").space, False, "gp"),  # conditional
-    (get_problem("conditional_1").space, True, "gp"),
+    (get_problem("jenatton_small").space, False, "addtree"),  # conditional
+    (get_problem("conditional_1").space, True, "addtree"),
     (_flat(6), False, "gp"),  # low-dimensional
     (_flat(HIGH_DIMENSIONAL - 1), False, "gp"),
     (_flat(HIGH_DIMENSIONAL - 5, n_integer=5), False, "additive"),  # 20 numeric columns
     (_flat(40), False, "additive"),
     (_flat(40), True, "gp"),  # declared exact: the additive forest has no noiseless form
     (_flat(25, n_categorical=1), False, "gp"),  # mixed
+    (Space(Node("root", choice="a", children={0: Node("l"), 1: Node("r")})), False, "gp"),  # decisions only
 ])
 def test_auto_picks_by_the_documented_rules(space, deterministic, expected):
     choice = choose_surrogate(space, deterministic)
