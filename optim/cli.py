@@ -118,8 +118,8 @@ def main(argv=None) -> int:
     problem = get_problem(args.problem, noise_std=args.noise, seed=args.seed)
     try:  # the surrogate, acquisition and options are checked before any evaluation is spent
         checked = BayesOpt(problem.space, surrogate=args.surrogate, acquisition=args.acquisition, seed=args.seed,
-                 n_init=args.n_init, output_transform=args.output_transform, deterministic=args.deterministic,
-                 batch_strategy=args.batch_strategy)
+                           n_init=args.n_init, output_transform=args.output_transform,
+                           deterministic=args.deterministic, batch_strategy=args.batch_strategy)
     except (ValueError, TypeError) as exc:
         parser.error(str(exc))
     executor = None

@@ -156,8 +156,8 @@ class BayesOpt:
         if not isinstance(deterministic, (bool, np.bool_)):
             raise TypeError(f"deterministic must be True or False, got {deterministic!r}")
         self.deterministic = bool(deterministic)
-        # "auto": a registered surrogate picked from the space and the declared noise (optim.auto); the run
-        # records the pick, and a resumed journal gets the pick it recorded
+        # "auto": a registered surrogate picked from the space and the declared noise (optim.auto); the journal
+        # and snapshot record the pick and its rule, and BayesOpt.load restores both
         self.auto_choice: AutoChoice | None = None
         if isinstance(surrogate, str) and surrogate == AUTO:
             self.auto_choice = choose_surrogate(space, self.deterministic)

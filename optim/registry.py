@@ -162,6 +162,9 @@ def available() -> list[str]:
 
 def register_surrogate(name: str, factory: Callable[[Space], Surrogate]) -> None:
     """Make `minimize(..., surrogate=name)` build `factory(space)`."""
+    if name in (AUTO, RANDOM):
+        meaning = "a pick by optim.auto" if name == AUTO else "no model"
+        raise ValueError(f"the surrogate name {name!r} is reserved: surrogate={name!r} means {meaning}")
     SURROGATES[name] = factory
 
 

@@ -9,7 +9,7 @@ from optim import cli
 from optim.auto import HIGH_DIMENSIONAL, choose_surrogate
 from optim.bench.problems import get_problem
 from optim.loop import BayesOpt, minimize
-from optim.registry import available, make_surrogate
+from optim.registry import available, make_surrogate, register_surrogate
 from zoo import Categorical, Integer, Node, Real, Space
 
 
@@ -44,6 +44,8 @@ def test_auto_is_listed_and_a_named_surrogate_is_taken_as_named():
     assert opt.auto_choice is None and opt.surrogate_spec == "gp" and "auto" not in opt.settings_dict()
     with pytest.raises(TypeError, match="zoo.Space"):
         choose_surrogate({"x": (0, 1)})
+    with pytest.raises(ValueError, match="reserved"):
+        register_surrogate("auto", lambda space: None)
 
 
 def test_the_pick_is_printed_and_kept_in_the_journal_and_a_resume_keeps_it(tmp_path, capsys):

@@ -99,8 +99,8 @@ class _Builder:
         return f"{prefix}{k}"
 
     def shape(self, depth: int, branching: int, balanced: bool) -> dict:
-        """A nested dict of child counts: {} for a leaf. Unbalanced trees stop some branches early, but one
-        branch per vertex goes on, so the tree has the given depth."""
+        """The tree's shape as nested dicts {child index: its subtree}, {} for a leaf. Unbalanced trees stop
+        some branches early, but one branch per vertex goes on, so the tree has the given depth."""
         if depth == 0:
             return {}
         n = branching if balanced else int(self.rng.integers(2, branching + 1))
