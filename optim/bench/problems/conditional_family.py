@@ -66,8 +66,9 @@ class _Vertex:
     terms: list = field(default_factory=list)  # a leaf's terms
 
 
-def _unit(param, value) -> float:
-    return param.to_unit(value) if not isinstance(param, Categorical) else 0.0
+def _leaf_centre(term: _Term, s: float | None) -> np.ndarray:
+    """A leaf shape's optimum in unit coordinates, moved by the nearest shared real's unit value `s`."""
+    return term.centre + (term.shift * (s - 0.5) if term.shift is not None and s is not None else 0.0)
 
 
 def _shape_value(term: _Term, u: np.ndarray, centre: np.ndarray) -> float:
@@ -176,7 +177,7 @@ def _value(root: _Vertex, config: dict) -> float:
         total += float(v.penalty[j])
         if v.shared is not None:
             p = v.shared.params[0]
-            u = _unit(p, config[p.name])
+            u = p.to_unit(config[p.name])
             total += float(v.shared.weight[j]) * 2.0 * (u - float(v.shared.centre[j])) ** 2
             if isinstance(p, Real):
                 s = u
@@ -186,12 +187,11 @@ def _value(root: _Vertex, config: dict) -> float:
         if t.kind == "categorical":
             total += float(t.centre[config[p0.name]])
             continue
-        u = np.array([_unit(p, config[p.name]) for p in t.params])
+        u = np.array([p.to_unit(config[p.name]) for p in t.params])
         if t.kind == "integer":
             total += t.weight * 2.0 * float((u[0] - t.centre[0]) ** 2)
             continue
-        centre = t.centre + (t.shift * (s - 0.5) if t.shift is not None and s is not None else 0.0)
-        total += t.weight * _shape_value(t, u, centre)
+        total += t.weight * _shape_value(t, u, _leaf_centre(t, s))
     return float(total)
 
 
@@ -212,8 +212,7 @@ def _argmin(root: _Vertex) -> dict:
         if t.kind == "categorical":
             config[t.params[0].name] = min(t.centre, key=t.centre.get)
             continue
-        centre = t.centre + (t.shift * (s - 0.5) if t.shift is not None and s is not None else 0.0)
-        for p, c in zip(t.params, centre):
+        for p, c in zip(t.params, _leaf_centre(t, s)):
             config[p.name] = p.from_unit(float(c))
     return config
 
