@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from optim.integrated import AcquisitionFunction, compiled_prepare, evaluate_in_chunks
+from optim.integrated import ACQ_BATCH, AcquisitionFunction, compiled_prepare, evaluate_in_chunks
 from optim.path_lbfgs import LBFGSConfig, optimize_path, optimize_region
 from zoo.compiled import compiled
 
@@ -42,7 +42,7 @@ def _build_vertex_ucb(surrogate):
 class VertexUCB:
     """Integrated per-vertex UCB of an additive surrogate; `for_vertex(v)` acts like an AcquisitionFunction."""
 
-    def __init__(self, posterior, t: int, dims, beta=None, batch: int = 32, prepared=None):
+    def __init__(self, posterior, t: int, dims, beta=None, batch: int = ACQ_BATCH, prepared=None):
         self.surrogate = posterior.surrogate
         self.batch = batch
         self._prepared = (prepared if prepared is not None

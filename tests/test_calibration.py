@@ -120,11 +120,11 @@ def reduced_case(name):
     return model, 8, TABLE if name == "jenatton" else FAST
 
 
-# in the slow run only (suite time); each keeps default checks of its own: independent (Jenatton without shared
-# weights) its exact density in test_jenatton.py, with the same sampler calibrated here on the shared-weights
-# model; addtree its prior reproduction in test_prior_reproduction.py, with addtree_shared calibrated here on the
-# same sampler; additive its graph moves against a tilted forest prior in test_additive.py
-SLOW_CALIBRATIONS = {"independent", "addtree", "additive"}
+# in the slow run only (suite time); each keeps default checks of its own: independent and jenatton (Jenatton
+# without and with shared weights) their exact density and the jenatton sampler's prior reproduction in
+# test_jenatton.py; addtree its prior reproduction in test_prior_reproduction.py, with addtree_shared calibrated
+# here on the same sampler; additive its graph moves against a tilted forest prior in test_additive.py
+SLOW_CALIBRATIONS = {"independent", "jenatton", "addtree", "additive"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_CALIBRATIONS else n

@@ -90,7 +90,8 @@ def _warm(flat2, warm_toy, num_warmup):
     return _WARM[num_warmup]
 
 
-@pytest.mark.parametrize("num_warmup", [20, 40])
+# 20 sweeps in the slow run only (suite time: a warm run compiled for it alone); 40 shares its run with the test below
+@pytest.mark.parametrize("num_warmup", [pytest.param(20, marks=pytest.mark.slow), 40])
 def test_after_a_warm_start_every_chain_accepts_at_a_sane_rate(flat2, warm_toy, num_warmup):
     """Every chain's mean acceptance over 30 sweeps is at least 0.5 (target 0.8). A chain with an adapted
     step size has per-sweep acceptance sd below 0.25, so its 30-sweep mean lies within 4 * 0.25 / sqrt(30)
@@ -133,24 +134,27 @@ def test_bad_sampler_arguments(flat2):
         inference.sample(gp, np.zeros((3, 2)), np.zeros(3), key=0, moves={"trees": flip_one_bit})
 
 
-def test_sequential_and_batched_chains_are_the_same_chains(flat2):
+# the cold batched run in the slow run only (suite time: a compilation of its own); BARK's moves-only chains run
+# batched, cold and warm, in the default run
+@pytest.mark.parametrize("cold_too", [pytest.param(True, marks=pytest.mark.slow), False])
+def test_sequential_and_batched_chains_are_the_same_chains(flat2, cold_too):
     """NUTS chains run in sequence on up to SEQUENTIAL_MAX_ROWS padded rows and batched (vmap) above. With the
-    same key, a cold and a warm-started run of 2 chains give the same draws either way, to rounding: the extra
-    padding rows change the likelihood's sums in the last bits only (test_gp checks padding), while chains
-    that got each other's keys or states would differ at O(1)."""
+    same key, a warm-started run of 2 chains from one state (and a cold run) gives the same draws either way,
+    to rounding: the extra padding rows change the likelihood's sums in the last bits only (test_gp checks
+    padding), while chains that got each other's keys or states would differ at O(1)."""
     from inference.sampler import SEQUENTIAL_MAX_ROWS
 
     rng = np.random.default_rng(11)
     X = rng.random((10, 2))
     y = np.sin(6 * X[:, 0]) + X[:, 1]
     kw = dict(num_samples=4, num_chains=2, thinning=1, max_tree_depth=3)
-    runs = []
-    for size in (SEQUENTIAL_MAX_ROWS, SEQUENTIAL_MAX_ROWS + 1):  # either side of the switch
-        cold = inference.sample(GP(flat2), X, y, 3, num_warmup=6, size=size, **kw)
-        warm = inference.sample(GP(flat2), X, y, 4, num_warmup=3, size=size, init=cold, **kw)
-        runs.append((cold, warm))
-    (seq_cold, seq_warm), (bat_cold, bat_warm) = runs
-    for seq, bat in ((seq_cold, bat_cold), (seq_warm, bat_warm)):
-        assert not np.allclose(seq.samples["outputscale"][0], seq.samples["outputscale"][1])  # two chains
+    seq, bat = SEQUENTIAL_MAX_ROWS, SEQUENTIAL_MAX_ROWS + 1  # either side of the switch
+    seq_cold = inference.sample(GP(flat2), X, y, 3, num_warmup=6, size=seq, **kw)
+    pairs = [tuple(inference.sample(GP(flat2), X, y, 4, num_warmup=3, size=size, init=seq_cold, **kw)
+                   for size in (seq, bat))]
+    if cold_too:
+        pairs.append((seq_cold, inference.sample(GP(flat2), X, y, 3, num_warmup=6, size=bat, **kw)))
+    for a, b in pairs:
+        assert not np.allclose(a.samples["outputscale"][0], a.samples["outputscale"][1])  # two chains
         for site in ("lengthscale", "outputscale", "noise", "mean"):
-            np.testing.assert_allclose(seq.samples[site], bat.samples[site], rtol=1e-6, err_msg=site)
+            np.testing.assert_allclose(a.samples[site], b.samples[site], rtol=1e-6, err_msg=site)

@@ -121,6 +121,7 @@ def test_constant_and_duplicate_observations_are_handled(flat2):
     assert opt.history[-1]["value"] == 2.0 and len(opt.history) == 3
 
 
+@pytest.mark.slow  # suite time (14 s of 32 BO runs): BO quality is BENCHMARKS.md's job; the loop has default tests
 def test_gp_beats_random_search(flat2):
     """A smooth 2-D bowl with a ripple, 14 evaluations, 16 seeds paired by their initial design: the GP's log10
     regret is lower than random search's by the one-sided Wilcoxon signed-rank test at 0.05. (8 seeds were

@@ -291,7 +291,7 @@ def test_an_old_json_checkpoint_is_migrated_to_a_journal_and_continued(flat2, tm
 
 
 def test_runs_killed_with_sigkill_at_random_moments_lose_at_most_the_evaluation_in_flight(flat2, tmp_path):
-    """20 times: a child process runs `minimize` on the journal and is killed with SIGKILL after a random
+    """12 times: a child process runs `minimize` on the journal and is killed with SIGKILL after a random
     time. Each time the journal must load and hold every evaluation that had returned (the objective
     records it durably before returning) except at most one: the one returned but not yet told. Then
     a last resume finishes the budget, and the told records of each stage are a prefix of the next."""
@@ -299,7 +299,7 @@ def test_runs_killed_with_sigkill_at_random_moments_lose_at_most_the_evaluation_
     budget, rng = 5000, random.Random(0)
     ctx = multiprocessing.get_context("fork")
     previous = []
-    for _ in range(20):
+    for _ in range(12):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # JAX's fork note: the child runs no JAX
             child = ctx.Process(target=_journalled_run, args=(flat2, str(path), str(returned), budget))
