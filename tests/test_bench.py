@@ -111,6 +111,26 @@ def test_hits_count_seeds_below_a_threshold_and_their_first_evaluation():
     assert "| p | m | 3 | 1/3 | 2/3 | 2, 4, - |" in table and "| q |" not in table
 
 
+def test_path_finding_table_splits_runs_by_the_path_of_the_designs_best_and_of_the_final_best():
+    from optim.bench.problems import get_problem
+
+    problem = get_problem("conditional_0")
+    space, argmin = problem.space, problem.info["argmin"]
+    optimal = space.active_path(argmin).nodes
+    others = [c for c in space.sample(40, seed=0) if space.active_path(c).nodes != optimal]
+
+    def rec(configs, values, method="m"):
+        return {"status": "ok", "problem": "conditional_0", "method": method, "optimum": 0.0, "n_init": 2,
+                "configs": configs, "values": values}
+    records = [rec([others[0], argmin, others[1], argmin], [0.5, 0.2, 0.9, 0.01]),  # design's best on it, found
+               rec([argmin, others[2], others[3], others[4]], [0.5, 0.3, 0.25, 0.9]),  # design's best elsewhere, missed
+               rec([others[5], others[6], others[7], others[8]], [0.5, 0.4, 0.3, 0.2], method="z"),
+               {**rec([argmin] * 4, [0.0] * 4), "problem": "jenatton_small"}]  # no argmin stated: not counted
+    table = report.path_finding_table(records)
+    assert "| m | 2 | 1/2 | 1/1 | 0/1 | 0.25 | 0.010 | 0.250 |" in table, table  # later: (1/2 + 0/2) / 2
+    assert "| z | 1 | 0/1 | 0/0 | 0/1 | 0.00 | - | 0.200 |" in table, table
+
+
 def test_parallel_table_follows_the_median_run_over_evaluations_and_seconds():
     """Worked by hand: the target is the 1-worker median regret after 3 evaluations, (2 + 3) / 2 = 2.5. The
     1-worker median curve reaches it at evaluation 3 and second 3; the 4-worker one at evaluation 2 and at

@@ -158,6 +158,49 @@ def hits_table(records, below: float, at) -> str:
     return "\n".join(lines)
 
 
+def path_finding_table(records) -> str:
+    """Per method, over every run on a conditional problem whose `info` states its argmin (the seeded family):
+    does the run find the optimal root-to-leaf path? Columns: runs; how often the initial design's best point
+    lies on the optimal path; how often the final best does, split by whether the design's best did; the share
+    of the model's (non-design) evaluations spent on the optimal path; the median final regret when the final
+    best is on the optimal path and when it is not (a wrong decision costs the family at least 0.1)."""
+    from optim.bench.problems import get_problem
+
+    head = ["method", "runs", "design's best on the optimal path", "final best on it, if the design's was",
+            "final best on it, if the design's was not", "later evaluations on it", "median regret, final best on it",
+            "median regret, final best elsewhere"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    by_method: dict = {}
+    for r in records:
+        if r.get("status") != "ok":
+            continue
+        problem = get_problem(r["problem"])
+        if "argmin" not in problem.info or not problem.space.is_conditional:
+            continue
+        space = problem.space
+        optimal = space.active_path(problem.info["argmin"]).nodes
+        on = np.array([space.active_path(c).nodes == optimal for c in r["configs"]])
+        values, n0 = np.asarray(r["values"], dtype=float), r["n_init"]
+        best = int(np.nanargmin(values))
+        later = on[n0:]
+        by_method.setdefault(r["method"], []).append(
+            (bool(on[int(np.nanargmin(values[:n0]))]), bool(on[best]), float(later.mean()) if len(later) else np.nan,
+             float(values[best] - r["optimum"])))
+    for method, rows in sorted(by_method.items()):
+        design = np.array([x[0] for x in rows])
+        final = np.array([x[1] for x in rows])
+        regret = np.array([x[3] for x in rows])
+
+        def frac(mask):
+            return f"{int(final[mask].sum())}/{int(mask.sum())}"
+
+        def med(mask):
+            return f"{np.median(regret[mask]):.3f}" if mask.any() else "-"
+        lines.append(f"| {method} | {len(rows)} | {int(design.sum())}/{len(rows)} | {frac(design)} | {frac(~design)} "
+                     f"| {np.nanmean([x[2] for x in rows]):.2f} | {med(final)} | {med(~final)} |")
+    return "\n".join(lines)
+
+
 def paired_tests(records, reference: str, at: int, alpha: float = 0.05) -> list[dict]:
     """Two-sided paired Wilcoxon signed-rank test of each method against `reference` at budget `at`.
 
@@ -479,7 +522,7 @@ def render_block(args: str, base_dir: str) -> str:
     """The text of one block: `regret FILES --at B..`, `best FILES --at B..`, `hits FILES --below L --at B..`,
     `wilcoxon FILES --reference M --at B`,
     `periter FILES --at N..`, `regression FILE [--reference M]`, `regression-data FILE [--reference M]`, `timing FILE`, `compiles FILE`, `paths FILE`, `scaling FILE`, `f1 FILES --at B..`, `calibration FILE`, `parallel FILE [--at B]`, `journal FILE`,
-    `match FILES --reference M --at B..`;
+    `match FILES --reference M --at B..`, `pathfinding FILES`;
     FILES is a comma-separated list of results files."""
     argv = shlex.split(args)
     kind, paths = argv[0], [os.path.join(base_dir, p) for p in argv[1].split(",")]
@@ -492,7 +535,7 @@ def render_block(args: str, base_dir: str) -> str:
         else:
             opts[key].append(a)
     data = ([r for p in paths for r in load_records(p)] if kind in ("regret", "best", "hits", "wilcoxon", "periter", "mip", "f1",
-                                                                   "match")
+                                                                   "match", "pathfinding")
             else load_records(paths[0]))
     if "problems" in opts and kind not in ("regression", "regression-data"):
         data = [r for r in data if r.get("problem") in opts["problems"]]
@@ -532,6 +575,8 @@ def render_block(args: str, base_dir: str) -> str:
         return match_table(data, opts["reference"][0], [int(b) for b in opts.get("at", ["50"])])
     if kind == "journal":
         return journal_table(data)
+    if kind == "pathfinding":
+        return path_finding_table(data)
     raise ValueError(f"unknown block kind {kind!r}")
 
 
