@@ -37,10 +37,10 @@ def choose_surrogate(space: Space, deterministic: bool = False) -> AutoChoice:
     """The registered surrogate that `surrogate="auto"` stands for on `space` (see the module's table)."""
     if not isinstance(space, Space):
         raise TypeError(f"space must be a zoo.Space, got {type(space).__name__}")
-    if space.is_conditional and not any(node.params for node in space.nodes.values()):
-        return AutoChoice("gp", "conditional space whose only columns are its decisions: Add-Tree needs a "
-                                "parameter on some vertex")
     if space.is_conditional:
+        if not any(node.params for node in space.nodes.values()):
+            return AutoChoice("gp", "conditional space whose only columns are its decisions: Add-Tree needs a "
+                                    "parameter on some vertex")
         return AutoChoice("addtree", f"conditional space ({len(space.paths)} paths): Add-Tree was ahead of the flat "
                                      "GP on 7 of 12 instances of the conditional family, behind on 3")
     numeric = not any(kind == CATEGORICAL for kind in space.kinds)
