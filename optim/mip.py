@@ -44,7 +44,7 @@ WORKER = Path(__file__).with_name("_scip_worker.py")
 class MIPConfig:
     """Knobs of the MIP acquisition optimizer (paper: 100 s and a 10% gap with Gurobi)."""
 
-    time_limit: float = 1.0  # seconds SCIP may spend solving
+    time_limit: float = 1.0  # seconds SCIP may spend solving (from 5 s on with its default root separation)
     gap: float = 0.10  # relative optimality gap at which SCIP stops
     n_pool: int = 512  # Sobol pool whose best point starts the polishing
     n_starts: int = 1  # best pool points polished by coordinate ascent before SCIP

@@ -294,6 +294,23 @@ def test_mip_finds_the_brute_force_optimum_and_reports_the_value_at_its_point(sm
     assert space.validate(space.decode(x))
 
 
+def test_scip_keeps_its_default_separation_only_under_a_long_time_limit(small_bark_acqf):
+    """One root separation round under short limits (the root LP ends early); SCIP's default from
+    LONG_SOLVE_SECONDS on, where the single round made captured solves abort (optim/_scip_worker.py)."""
+    from optim import _scip_worker
+    from optim.mip import build_problem
+    space, acqf = small_bark_acqf
+    x0 = space.encode(space.sample(1, seed=0))[0]
+    rounds = {}
+    for limit in (0.0, 1.0, _scip_worker.LONG_SOLVE_SECONDS):
+        model = _scip_worker.build(build_problem(acqf, space, MIPConfig(time_limit=limit), x0, seed=0))[0]
+        rounds[limit] = model.getParam("separating/maxroundsroot")
+        assert model.getParam("limits/time") == limit
+        assert model.getParam("nlp/disable")  # no Ipopt: its METIS ordering corrupted SCIP's heap
+    assert rounds[0.0] == rounds[1.0] == 1
+    assert rounds[_scip_worker.LONG_SOLVE_SECONDS] != 1  # SCIP's own default (-1: unlimited rounds)
+
+
 def test_mip_falls_back_to_the_pool_when_the_solver_fails(small_bark_acqf, monkeypatch):
     import optim.mip as mip
     space, acqf = small_bark_acqf
