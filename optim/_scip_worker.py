@@ -99,8 +99,8 @@ def build(p):
     model.setPresolve(SCIP_PARAMSETTING.FAST)
     # No NLP relaxation: SCIP's NLP heuristics (subnlp) call Ipopt, whose MUMPS ordering (METIS) corrupted the
     # heap on captured BARK problems after a few seconds of solving (free(): invalid pointer in
-    # libmetis__FreeGraph under dmumps_; SCIP 10 and 9 alike), aborting or hanging the worker. The LP outer
-    # approximation of the convex variance constraints is all the solve needs.
+    # libmetis__FreeGraph under dmumps_; SCIP 10 and 9 alike), aborting or hanging the worker. The convex
+    # variance constraints are still enforced through SCIP's LP cuts (the brute-force test ends optimal).
     model.setParam("nlp/disable", True)
     if float(p["time_limit"]) < LONG_SOLVE_SECONDS:
         model.setParam("separating/maxroundsroot", 1)
