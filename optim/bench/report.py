@@ -171,10 +171,13 @@ def path_finding_table(records) -> str:
             "median regret, final best elsewhere"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     by_method: dict = {}
+    problems: dict = {}  # one instance per problem name, not one per record
     for r in records:
         if r.get("status") != "ok":
             continue
-        problem = get_problem(r["problem"])
+        if r["problem"] not in problems:
+            problems[r["problem"]] = get_problem(r["problem"])
+        problem = problems[r["problem"]]
         if "argmin" not in problem.info or not problem.space.is_conditional:
             continue
         space = problem.space
@@ -187,17 +190,11 @@ def path_finding_table(records) -> str:
             (bool(on[int(np.nanargmin(values[:n0]))]), bool(on[best]), float(later.mean()) if len(later) else np.nan,
              float(values[best] - r["optimum"])))
     for method, rows in sorted(by_method.items()):
-        design = np.array([x[0] for x in rows])
-        final = np.array([x[1] for x in rows])
-        regret = np.array([x[3] for x in rows])
-
-        def frac(mask):
-            return f"{int(final[mask].sum())}/{int(mask.sum())}"
-
-        def med(mask):
-            return f"{np.median(regret[mask]):.3f}" if mask.any() else "-"
-        lines.append(f"| {method} | {len(rows)} | {int(design.sum())}/{len(rows)} | {frac(design)} | {frac(~design)} "
-                     f"| {np.nanmean([x[2] for x in rows]):.2f} | {med(final)} | {med(~final)} |")
+        design, final, later, regret = (np.array(col) for col in zip(*rows))
+        found = [f"{int(final[m].sum())}/{int(m.sum())}" for m in (design, ~design)]
+        medians = [f"{np.median(regret[m]):.3f}" if m.any() else "-" for m in (final, ~final)]
+        lines.append(f"| {method} | {len(rows)} | {int(design.sum())}/{len(rows)} | {found[0]} | {found[1]} "
+                     f"| {np.nanmean(later):.2f} | {medians[0]} | {medians[1]} |")
     return "\n".join(lines)
 
 
