@@ -43,7 +43,25 @@ def _std(var):
 
 
 @dataclass(frozen=True)
-class LogEI:
+class ImprovementMargin:
+    """Counts improvement only beyond a margin ``xi`` below the incumbent, ``xi`` in standard deviations of
+    the observed y (the xi of EI and PI in Lizotte's 2008 thesis, "Practical Bayesian Optimization", and in
+    Jones 2001). With xi = 0, EI on an exact objective can keep buying tiny, near-certain gains beside
+    the incumbent while a larger, less certain one elsewhere scores lower; xi > 0 discounts such gains."""
+
+    xi: float = 0.0
+
+    def __post_init__(self):
+        if not (isinstance(self.xi, (int, float)) and math.isfinite(self.xi) and self.xi >= 0):
+            raise ValueError(f"xi must be a finite number >= 0, got {self.xi!r}")
+
+    def threshold(self, best: float, y_scale: float) -> float:
+        """The value a point must beat: the incumbent `best` less xi * `y_scale` (y's standard deviation)."""
+        return best - self.xi * y_scale
+
+
+@dataclass(frozen=True)
+class LogEI(ImprovementMargin):
     """log of the sample-averaged expected improvement below the incumbent `best`."""
 
     name: str = "logei"
@@ -56,7 +74,7 @@ class LogEI:
 
 
 @dataclass(frozen=True)
-class EI:
+class EI(ImprovementMargin):
     """Sample-averaged expected improvement E[max(best - f, 0)]."""
 
     name: str = "ei"
@@ -68,7 +86,7 @@ class EI:
 
 
 @dataclass(frozen=True)
-class PI:
+class PI(ImprovementMargin):
     """Sample-averaged probability of improvement P(f < best)."""
 
     name: str = "pi"
@@ -88,6 +106,11 @@ class UCB:
     beta: float | None = None
     name: str = "ucb"
 
+    def __post_init__(self):
+        if self.beta is not None and not (isinstance(self.beta, (int, float)) and math.isfinite(self.beta)
+                                          and self.beta >= 0):
+            raise ValueError(f"beta must be None or a finite number >= 0, got {self.beta!r}")
+
     def beta_t(self, t, dim):
         """The exploration weight; t and dim may be traced scalars (no recompilation per iteration)."""
         return self.beta if self.beta is not None else 0.2 * dim * jnp.log(2.0 * jnp.maximum(t, 1.0))
@@ -100,11 +123,25 @@ ACQUISITIONS = {"logei": LogEI, "ei": EI, "pi": PI, "ucb": UCB}
 
 
 def get_acquisition(acq):
-    """An acquisition object from a name ('logei', 'ei', 'pi', 'ucb') or pass an instance through."""
+    """An acquisition object from a name ('logei', 'ei', 'pi', 'ucb'), a name with its option
+    ('logei,xi=0.01', 'ucb,beta=2'), or pass an instance through."""
     if isinstance(acq, str):
-        if acq.lower() not in ACQUISITIONS:
+        name, *options = acq.lower().split(",")
+        if name not in ACQUISITIONS:
             raise ValueError(f"unknown acquisition {acq!r}; choose from {sorted(ACQUISITIONS)}")
-        return ACQUISITIONS[acq.lower()]()
+        cls = ACQUISITIONS[name]
+        allowed = "xi" if issubclass(cls, ImprovementMargin) else "beta"
+        kwargs = {}
+        for option in options:
+            key, eq, value = option.partition("=")
+            try:
+                if key.strip() != allowed or not eq:
+                    raise ValueError
+                kwargs[allowed] = float(value)
+            except ValueError:
+                raise ValueError(f"bad option {option!r} in acquisition {acq!r}; {name!r} takes "
+                                 f"'{name},{allowed}=<number>'") from None
+        return cls(**kwargs)
     if not callable(acq):
         raise TypeError(f"acquisition must be a name or a callable, got {acq!r}")
     return acq

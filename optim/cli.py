@@ -44,6 +44,17 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def acquisition_name(text: str) -> str:
+    """An acquisition name with its option ('logei', 'logei,xi=0.01', 'ucb,beta=2'), checked here."""
+    from optim.acquisition import get_acquisition
+
+    try:
+        get_acquisition(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
 def _parser() -> argparse.ArgumentParser:
     from optim.bench.problems import PROBLEMS
     from optim.registry import available
@@ -55,8 +66,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--problem", default="jenatton_small", choices=sorted(PROBLEMS))
     run.add_argument("--surrogate", default="auto", choices=available(),
                      help="default auto: picked from the space and --deterministic (the pick is printed)")
-    run.add_argument("--acquisition", default=None, choices=["logei", "ei", "pi", "ucb"],
-                     help="default: the surrogate's own (UCB for bark, log-EI for the others)")
+    run.add_argument("--acquisition", default=None, type=acquisition_name, metavar="{logei,ei,pi,ucb}[,OPTION]",
+                     help="default: the surrogate's own (UCB for bark, log-EI for the others); 'logei,xi=0.01' "
+                          "asks for improvement beyond 0.01 standard deviations of y, 'ucb,beta=2' fixes beta")
     run.add_argument("--output-transform", default="none", choices=OUTPUT_TRANSFORMS,
                      help="fit the model to a monotone transform of the values (heavy-tailed objectives)")
     run.add_argument("--deterministic", action="store_true",

@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from optim.acquisition import ImprovementMargin
 from zoo.base import CoordinateMoments, PathPredictions, offers
 from zoo.compiled import compiled
 
@@ -114,6 +115,8 @@ class AcquisitionFunction:
         self.prepared = compiled_prepare(self.surrogate)(posterior.flat_samples(), posterior.data)
         self.moments = moments
         self._vg = compiled("acq_value_and_grad", _build_value_and_grad, self.surrogate, acquisition, moments)
+        if isinstance(acquisition, ImprovementMargin):  # EI/PI's margin, in the data's standard deviations
+            best = acquisition.threshold(best, float(posterior.data.y_std))
         self._args = (np.float64(best), np.float64(t))
         self.n_evals = 0
 

@@ -28,7 +28,7 @@ import jax
 import numpy as np
 
 from inference import Posterior, WarmStart, sample
-from optim.acquisition import UCB, get_acquisition
+from optim.acquisition import UCB, ImprovementMargin, get_acquisition
 from optim.auto import AUTO, AutoChoice, choose_surrogate
 from optim.batch import check_batch_strategy, with_pending
 from optim.integrated import AcquisitionFunction
@@ -344,7 +344,8 @@ class BayesOpt:
         acq = self.acquisition
         return {
             "space": self.space.to_dict(), "surrogate": self.surrogate_spec,
-            "acquisition": {"name": acq.name, "beta": acq.beta if isinstance(acq, UCB) else None},
+            "acquisition": {"name": acq.name, "beta": acq.beta if isinstance(acq, UCB) else None,
+                            **({"xi": acq.xi} if isinstance(acq, ImprovementMargin) and acq.xi else {})},
             "seed": self.seed, "n_init": self.n_init, "design": self.design, "output_transform": self.output_transform,
             "deterministic": self.deterministic, "sampler": asdict(self.sampler),
             "optimizer": (None if self.optimizer_entry is None
@@ -367,7 +368,8 @@ class BayesOpt:
     def _from_settings(cls, d: dict, surrogate=None) -> "BayesOpt":
         space = Space.from_dict(d["space"])
         acq = d["acquisition"]
-        acquisition = UCB(beta=acq["beta"]) if acq["name"] == "ucb" else acq["name"]
+        acquisition = (UCB(beta=acq["beta"]) if acq["name"] == "ucb"
+                       else get_acquisition(acq["name"] + (f",xi={acq['xi']!r}" if acq.get("xi") else "")))
         surrogate = surrogate if surrogate is not None else d["surrogate"]  # auto's pick, as recorded
         optimizer = None
         if d["optimizer"] is not None and surrogate != "random":
