@@ -53,6 +53,13 @@ class Posterior:
     def num_samples(self) -> int:
         return int(self.stats["lp"].shape[1])
 
+    def frozen_chains(self) -> np.ndarray:
+        """Boolean [C]: the chains whose kept draws all have one log density, i.e. chains that never moved
+        (a warm start whose step size cannot leave a spot the new data made too narrow). A healthy chain of
+        more than one draw is never frozen; the BO loop refits such a posterior from a cold start."""
+        lp = np.asarray(self.stats["lp"])
+        return np.all(lp == lp[:, :1], axis=1) & (lp.shape[1] > 1)
+
     def flat_samples(self) -> dict:
         """Every site with chains and draws merged: [C * S, ...]."""
         return {k: v.reshape((-1,) + v.shape[2:]) for k, v in self.samples.items()}

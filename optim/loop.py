@@ -274,6 +274,7 @@ class BayesOpt:
         X = self.space.encode([h["config"] for h in obs])
         y = transform_outputs([h["value"] for h in obs], self.output_transform)
         t0 = time.perf_counter()
+        cold_refits = 0
         if refit:
             cold = self._warm is None
             if not cold and self._since_fit + 1 < s.refit_every and self.posterior is not None:
@@ -281,10 +282,14 @@ class BayesOpt:
                 self.posterior = self.posterior.conditioned_on(X, y)
             else:
                 self._since_fit = 0
-                self.posterior = sample(
-                    self.surrogate, X, y, derive_seed(self.seed, step, Stream.SAMPLER),
-                    num_warmup=s.cold_warmup if cold else s.warm_warmup, num_samples=s.num_samples,
-                    num_chains=s.num_chains, thinning=s.thinning, init=self._warm, max_tree_depth=s.max_tree_depth)
+                for start in (self._warm, None):  # a warm start whose chains froze is redone from a cold one
+                    self.posterior = sample(
+                        self.surrogate, X, y, derive_seed(self.seed, step, Stream.SAMPLER),
+                        num_warmup=s.warm_warmup if start is not None else s.cold_warmup, num_samples=s.num_samples,
+                        num_chains=s.num_chains, thinning=s.thinning, init=start, max_tree_depth=s.max_tree_depth)
+                    if start is None or not np.any(self.posterior.frozen_chains()):
+                        break
+                    cold_refits += 1
             self._warm = self.posterior.last_state
         t1 = time.perf_counter()
         X_pending = (self.space.encode([p["config"] for p in self._pending]) if self._pending
@@ -298,7 +303,8 @@ class BayesOpt:
         seen = np.vstack([X, X_pending])
         if np.any(np.all(np.abs(seen - self.space.encode(config)) < 1e-12, axis=1)):
             config, source = self._random(step), "random:duplicate"
-        info = {"fit_seconds": t1 - t0, "acq_seconds": time.perf_counter() - t1, "acq_value": float(value)}
+        info = {"fit_seconds": t1 - t0, "acq_seconds": time.perf_counter() - t1, "acq_value": float(value),
+                **({"cold_refit": "the warm-started chains froze"} if cold_refits else {})}
         if isinstance(extra, dict):  # e.g. the MIP's status, gap and whether it fell back to the pool
             info["optimizer_info"] = extra
         return config, source, info

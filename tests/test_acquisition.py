@@ -63,5 +63,34 @@ def test_ucb_is_sample_average_with_kandasamy_beta():
 
 def test_get_acquisition():
     assert isinstance(get_acquisition("LogEI"), LogEI)
+    assert get_acquisition("logei,xi=0.01") == LogEI(xi=0.01) and get_acquisition("PI, xi=2") == PI(xi=2.0)
+    assert get_acquisition("ucb,beta=2") == UCB(beta=2.0) and get_acquisition("ei") == EI(xi=0.0)
     with pytest.raises(ValueError, match="unknown acquisition"):
         get_acquisition("thompson")
+    for bad, message in (("logei,beta=1", "'logei' takes 'logei,xi=<number>'"), ("ucb,xi=1", "'ucb' takes"),
+                         ("ei,xi", "bad option 'xi'"), ("ei,xi=abc", "bad option"),
+                         ("logei,xi=-0.1", "xi must be a finite number >= 0"), ("pi,xi=nan", "xi must be"),
+                         ("ucb,beta=-1", "beta must be None or a finite number >= 0")):
+        with pytest.raises(ValueError, match=message):
+            get_acquisition(bad)
+
+
+def test_margin_xi_lowers_the_incumbent_by_xi_standard_deviations_of_y(flat2):
+    """LogEI(xi) on a posterior scores as LogEI() with the incumbent lowered by xi * std(y) (the data's
+    standardization scale), for EI and PI alike; so log-EI is lower everywhere (EI and PI may underflow to 0)."""
+    from optim.integrated import AcquisitionFunction
+    from tests.conftest import fast_sample
+    from zoo import GP
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(8, 2))
+    y = 10.0 * np.sin(4 * X[:, 0]) + X[:, 1]
+    post = fast_sample(GP(flat2), X, y)
+    rows, best, xi = rng.uniform(size=(16, 2)), float(y.min()), 0.5
+    assert float(post.data.y_std) == pytest.approx(np.std(y))
+    for acq in (LogEI, EI, PI):
+        with_margin = AcquisitionFunction(post, acq(xi=xi), best=best).values(rows)
+        lowered = AcquisitionFunction(post, acq(), best=best - xi * np.std(y)).values(rows)
+        plain = AcquisitionFunction(post, acq(), best=best).values(rows)
+        assert np.allclose(with_margin, lowered, rtol=1e-12, atol=0), acq
+        assert np.all(with_margin < plain) if acq is LogEI else np.all(with_margin <= plain), acq

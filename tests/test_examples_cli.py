@@ -91,6 +91,8 @@ def test_bench_run_resume_and_table(tmp_path, capsys):
     (["--timeout", "0"], "--timeout: must be a finite number > 0"),
     (["--surrogate", "bark", "--deterministic"], "no noiseless form"),
     (["--surrogate", "bark", "--acquisition", "ei"], "maximizes \\['ucb'\\] only"),
+    (["--acquisition", "logei,xi=-1"], "--acquisition: xi must be a finite number >= 0"),
+    (["--acquisition", "ucb,xi=1"], "'ucb' takes 'ucb,beta=<number>'"),
 ])
 def test_cli_user_mistakes_are_one_line_errors_with_exit_2(args, message, capsys):
     with pytest.raises(SystemExit) as info:

@@ -179,6 +179,18 @@ def test_log_output_transform_fits_log_values_and_survives_save_load(flat2, tmp_
     assert BayesOpt.load(tmp_path / "run.json").output_transform == "log"
 
 
+def test_acquisition_options_survive_save_load_and_default_settings_keep_their_keys(flat2, tmp_path):
+    from optim.acquisition import UCB, LogEI
+
+    for name, want in (("logei,xi=0.01", LogEI(xi=0.01)), ("ucb,beta=2", UCB(beta=2.0))):
+        opt = BayesOpt(flat2, "gp", acquisition=name, seed=0, **FAST)
+        assert opt.acquisition == want
+        opt.save(tmp_path / "run.json")
+        assert BayesOpt.load(tmp_path / "run.json").acquisition == want
+    # a run without a margin records what it recorded before the option existed (journals stay resumable)
+    assert BayesOpt(flat2, "gp", **FAST).settings_dict()["acquisition"] == {"name": "logei", "beta": None}
+
+
 def test_deterministic_objective_makes_the_model_interpolate_and_survives_save_load(flat2, tmp_path):
     from zoo.base import NOISELESS_PRIOR
 
