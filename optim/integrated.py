@@ -119,6 +119,8 @@ class AcquisitionFunction:
             best = acquisition.threshold(best, float(posterior.data.y_std))
         self._args = (np.float64(best), np.float64(t))
         self.n_evals = 0
+        self.failed_samples = 0  # posterior samples whose predictions failed, replaced by others (see __call__)
+        self._checked_failures = False
 
     def with_moments(self, moments: str) -> "AcquisitionFunction":
         """The same acquisition over another of the surrogate's moment functions (cache shared)."""
@@ -131,9 +133,42 @@ class AcquisitionFunction:
         """Values and gradients at rows X [N, D] (evaluated in fixed-size chunks, padded)."""
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
         dim = np.float64(X.shape[1] if dim is None else dim)
+        vals, grads = self._evaluate(X, dim)
+        bad = ~np.isfinite(vals)
+        if np.any(bad) and not self._checked_failures:
+            self._checked_failures = True
+            if self._replace_failed_samples(X[bad]):
+                vals, grads = self._evaluate(X, dim)
+                bad = ~np.isfinite(vals)
+        # A row whose value is still not finite ranks last in every optimizer (never first, as NaN does in
+        # argmax) and gives no gradient to follow.
+        if np.any(bad):
+            vals, grads = np.where(bad, -np.inf, vals), np.where(bad[:, None], 0.0, grads)
+        return vals, grads
+
+    def _evaluate(self, X, dim):
         vals, grads, self.n_evals = evaluate_in_chunks(
             lambda chunk: self._vg(self.prepared, chunk, *self._args, dim), X, self.batch, self.n_evals)
         return vals, grads
+
+    def _replace_failed_samples(self, rows) -> bool:
+        """A posterior sample whose factorization failed (a kernel matrix that rounding made indefinite, as
+        a near-noiseless fit with a lengthscale of 1e-5 did) predicts NaN everywhere and so makes the
+        sample average NaN everywhere. Find such samples from their predictions at `rows`, give each the
+        draw of a sample that predicts, and re-prepare: the average then runs over the working samples
+        (some counted twice). False if no sample failed or all did."""
+        _, _, probe = next(padded_chunks(rows[: self.batch], self.batch))  # one compiled shape
+        mean, var = self.posterior.predict(probe)
+        failed = ~np.all(np.isfinite(mean) & np.isfinite(var), axis=1)
+        if not failed.any() or failed.all():
+            return False
+        working = np.flatnonzero(~failed)
+        take = np.arange(len(failed))
+        take[failed] = working[np.arange(failed.sum()) % len(working)]
+        samples = {name: np.asarray(v)[take] for name, v in self.posterior.flat_samples().items()}
+        self.prepared = compiled_prepare(self.surrogate)(samples, self.posterior.data)
+        self.failed_samples = int(failed.sum())
+        return True
 
     def values(self, X, dim=None) -> np.ndarray:
         return self(X, dim)[0]

@@ -299,12 +299,16 @@ class BayesOpt:
                                    t=step - self.n_init + 1)
         rng = np.random.default_rng(derive_seed(self.seed, step, Stream.OPTIMIZER))
         x, value, extra = self.optimizer_entry.optimize(acqf, self.space, rng, self.optimizer)
-        config, source = self.space.decode(x), "bo"
-        seen = np.vstack([X, X_pending])
-        if np.any(np.all(np.abs(seen - self.space.encode(config)) < 1e-12, axis=1)):
-            config, source = self._random(step), "random:duplicate"
+        if x is None or not np.isfinite(value):  # every candidate's acquisition failed numerically
+            config, source = self._random(step), "random:acquisition_failed"
+        else:
+            config, source = self.space.decode(x), "bo"
+            seen = np.vstack([X, X_pending])
+            if np.any(np.all(np.abs(seen - self.space.encode(config)) < 1e-12, axis=1)):
+                config, source = self._random(step), "random:duplicate"
         info = {"fit_seconds": t1 - t0, "acq_seconds": time.perf_counter() - t1, "acq_value": float(value),
-                **({"cold_refit": "the warm-started chains froze"} if cold_refits else {})}
+                **({"cold_refit": "the warm-started chains froze"} if cold_refits else {}),
+                **({"failed_samples": acqf.failed_samples} if acqf.failed_samples else {})}
         if isinstance(extra, dict):  # e.g. the MIP's status, gap and whether it fell back to the pool
             info["optimizer_info"] = extra
         return config, source, info

@@ -94,3 +94,35 @@ def test_margin_xi_lowers_the_incumbent_by_xi_standard_deviations_of_y(flat2):
         plain = AcquisitionFunction(post, acq(), best=best).values(rows)
         assert np.allclose(with_margin, lowered, rtol=1e-12, atol=0), acq
         assert np.all(with_margin < plain) if acq is LogEI else np.all(with_margin <= plain), acq
+
+
+def test_a_posterior_sample_that_cannot_predict_is_replaced_not_averaged_in(flat2):
+    """One draw whose predictions are NaN (its factorization failed) would make the sample average NaN at
+    every row. The acquisition finds it, gives it the first working draw, and then equals the acquisition
+    of that repaired posterior exactly; an intact posterior is left alone."""
+    import dataclasses
+
+    from optim.integrated import AcquisitionFunction
+    from tests.conftest import fast_sample
+    from zoo import GP
+
+    rng = np.random.default_rng(1)
+    X = rng.uniform(size=(8, 2))
+    y = np.sin(4 * X[:, 0]) + X[:, 1]
+    post = fast_sample(GP(flat2), X, y)
+    rows, best = rng.uniform(size=(16, 2)), float(y.min())
+
+    def with_draw(source):  # draw (chain 0, draw 0) given a NaN noise variance, or another draw's sites
+        samples = {k: np.array(v) for k, v in post.samples.items()}
+        for name, v in samples.items():
+            v[0, 0] = np.nan if source is None and name == "noise" else v[source or (0, 0)]
+        return dataclasses.replace(post, samples=samples, _cache={})
+
+    intact = AcquisitionFunction(post, LogEI(), best=best)
+    intact.values(rows)
+    assert intact.failed_samples == 0
+    broken = AcquisitionFunction(with_draw(None), LogEI(), best=best)
+    values = broken.values(rows)
+    assert broken.failed_samples == 1 and np.all(np.isfinite(values))
+    repaired = AcquisitionFunction(with_draw((0, 1)), LogEI(), best=best).values(rows)
+    assert np.array_equal(values, repaired)

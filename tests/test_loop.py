@@ -179,6 +179,62 @@ def test_log_output_transform_fits_log_values_and_survives_save_load(flat2, tmp_
     assert BayesOpt.load(tmp_path / "run.json").output_transform == "log"
 
 
+def test_a_warm_start_whose_chains_freeze_is_refitted_from_a_cold_start(flat2):
+    """A warm start whose step size is 1e-300 (what dual averaging is clipped to when a new point makes the
+    posterior too narrow) cannot grow it enough in the 10 warm-up sweeps: every kept draw has one log
+    density. The loop sees the frozen chains, refits from a cold start and records it; the same run with
+    an intact warm start does not."""
+    runs = {}
+    for corrupt in (False, True):
+        opt = _run(BayesOpt(flat2, "gp", seed=4, n_init=4, **FAST), branin_like, 5)
+        if corrupt:
+            opt._warm = opt._warm._replace(step_size=np.full_like(opt._warm.step_size, 1e-300))
+        _run(opt, branin_like, 1)
+        runs[corrupt] = opt
+    assert "cold_refit" not in runs[False].history[-1] and not np.any(runs[False].posterior.frozen_chains())
+    assert runs[True].history[-1]["cold_refit"] == "the warm-started chains froze"
+    assert not np.any(runs[True].posterior.frozen_chains())
+    assert np.all(runs[True].posterior.stats["step_size"] > 1e-6)
+
+
+def _acquisition_failing_where(monkeypatch, failing):
+    """Make the integrated acquisition NaN on the encoded rows where `failing(rows)` holds, as a posterior
+    sample whose factorization failed makes it."""
+    import optim.integrated as integrated
+
+    real = integrated.compiled
+
+    def compiled_with_failures(name, *args):
+        fn = real(name, *args)
+        if name != "acq_value_and_grad":
+            return fn
+
+        def failing_fn(prepared, X, *rest):
+            v, g = fn(prepared, X, *rest)
+            return np.where(failing(np.asarray(X)), np.nan, np.asarray(v)), g
+        return failing_fn
+    monkeypatch.setattr(integrated, "compiled", compiled_with_failures)
+
+
+def test_rows_whose_acquisition_is_nan_are_never_proposed(flat2, monkeypatch):
+    """NaN on half the box: the optimizer proposes from the other half (NaN must rank last, not win argmax)."""
+    opt = _run(BayesOpt(flat2, "gp", seed=4, n_init=4, **FAST), branin_like, 4)
+    _acquisition_failing_where(monkeypatch, lambda X: X[:, 0] > 0.5)
+    config = opt.ask()
+    opt.tell(config, branin_like(config))
+    assert opt.history[-1]["source"] == "bo" and config["x0"] <= 0.5
+
+
+def test_an_acquisition_nan_everywhere_gives_a_recorded_random_point(flat2, monkeypatch):
+    """No finite acquisition value at all: the loop proposes a seeded random configuration and says why."""
+    opt = _run(BayesOpt(flat2, "gp", seed=4, n_init=4, **FAST), branin_like, 4)
+    _acquisition_failing_where(monkeypatch, lambda X: np.ones(len(X), bool))
+    config = opt.ask()
+    opt.tell(config, branin_like(config))
+    assert opt.history[-1]["source"] == "random:acquisition_failed"
+    flat2.validate(config)
+
+
 def test_acquisition_options_survive_save_load_and_default_settings_keep_their_keys(flat2, tmp_path):
     from optim.acquisition import UCB, LogEI
 
