@@ -124,5 +124,5 @@ def test_a_posterior_sample_that_cannot_predict_is_replaced_not_averaged_in(flat
     broken = AcquisitionFunction(with_draw(None), LogEI(), best=best)
     values = broken.values(rows)
     assert broken.failed_samples == 1 and np.all(np.isfinite(values))
-    repaired = AcquisitionFunction(with_draw((0, 1)), LogEI(), best=best).values(rows)
-    assert np.array_equal(values, repaired)
+    repaired = AcquisitionFunction(with_draw((0, 1)), LogEI(), best=best)
+    assert np.array_equal(values, repaired.values(rows))
