@@ -34,7 +34,12 @@ def _problem(name):
 
 
 # ---------------------------------------------------------------------- batches and pending points
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in HEAVY else n
+# addtree in the slow run only (suite time, 11 s): addtree_shared, the same model with shared weights, runs the
+# same acquisition search with the same pending-point fantasies on the same space in the default run
+ASK_N_SLOW = HEAVY | {"addtree"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in ASK_N_SLOW else n
                                   for n in sorted(RUNS) if n != "addtree_ucb"])
 def test_ask_n_gives_distinct_model_proposals_for_every_surrogate_kind(name):
     """The trace runs' settings and initial design (so the cold fit is the compiled one the traces use).

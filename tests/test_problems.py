@@ -196,9 +196,10 @@ def test_stored_additive_optima_are_what_the_procedure_computes():
 
 def test_non_stationary_problems_of_the_treed_paper():
     """RKHS (004 Fig. 1): -5.73839 at x = 0.89235, smooth bumps (width 0.1) on the left and jagged ones (0.01)
-    on the right; no point of a 10^5 grid beats the stored minimum. Bowl-and-basin: the stored minimum is
-    below every grid point and the bowl's own local minimum is near 0."""
-    from optim.bench.problems.nonstationary import bowl_basin_value, rkhs_value
+    on the right; no point of a 10^5 grid beats the stored minimum. Gramacy & Lee: -0.869011 at x = 0.548563,
+    the same grid check. Bowl-and-basin: the stored minimum is below every grid point and the bowl's own local
+    minimum is near 0."""
+    from optim.bench.problems.nonstationary import bowl_basin_value, gramacy_lee_value, rkhs_value
 
     p = get_problem("rkhs1d")
     assert p({"x": 0.89235}) == pytest.approx(-5.73839, abs=1e-5)
@@ -207,6 +208,10 @@ def test_non_stationary_problems_of_the_treed_paper():
     assert p.optimum <= values.min() <= p.optimum + 1e-6
     # over the same step 0.01 the jagged right moves far more than the smooth left
     assert abs(rkhs_value(0.99) - rkhs_value(0.98)) > 5 * abs(rkhs_value(0.1) - rkhs_value(0.11))
+    g = get_problem("gramacy_lee1d")
+    assert g({"x": 0.548563}) == pytest.approx(-0.869011, abs=1e-6)
+    grid = np.linspace(0.5, 2.5, 100_001)
+    assert g.optimum <= gramacy_lee_value(grid).min() <= g.optimum + 1e-6
     b = get_problem("bowl_basin4")
     assert b.space.dim == 4 and b({f"x{i}": 0.3 for i in range(4)}) == pytest.approx(0.0, abs=0.01)
     pts = np.random.default_rng(0).uniform(size=(200_000, 4))

@@ -10,7 +10,7 @@ from optim.bench.problems.conditional_family import FAMILY_SIZE, HELD_OUT, condi
 from optim.bench.problems.jenatton import jenatton_large, jenatton_small
 from optim.bench.problems.mixed import discrete_ackley, discrete_rosenbrock, pest_control, tree_function
 from optim.bench.problems.ml import compression, mlp_tuning
-from optim.bench.problems.nonstationary import bowl_basin4, rkhs1d
+from optim.bench.problems.nonstationary import bowl_basin4, gramacy_lee1d, gramacy_lee2d, rkhs1d
 from optim.bench.problems.synthetic import exp2d, hartmann6, styblinski_tang
 
 PROBLEMS = {
@@ -45,6 +45,8 @@ PROBLEMS = {
     "hartmann6_perm20": partial(hartmann6_permuted, extra_dims=14),
     # non-stationary (004)
     "rkhs1d": rkhs1d,
+    "gramacy_lee1d": gramacy_lee1d,
+    "gramacy_lee2d": gramacy_lee2d,
     "bowl_basin4": bowl_basin4,
     # a seeded family of conditional problems (issue 23); instances HELD_OUT are never tuned on
     **{f"conditional_{i}": partial(conditional_family, i) for i in range(FAMILY_SIZE)},
@@ -94,4 +96,5 @@ class ProblemByName:
 __all__ = ["Problem", "PROBLEMS", "get_problem", "ProblemByName", "jenatton_small", "jenatton_large", "exp2d",
            "hartmann6", "styblinski_tang",
            "mlp_tuning", "compression", "tree_function", "discrete_ackley", "discrete_rosenbrock", "pest_control",
-           "additive_gp", "hartmann6_permuted", "rkhs1d", "bowl_basin4", "conditional_family", "FAMILY_SIZE", "HELD_OUT"]
+           "additive_gp", "hartmann6_permuted", "rkhs1d", "gramacy_lee1d", "gramacy_lee2d", "bowl_basin4",
+           "conditional_family", "FAMILY_SIZE", "HELD_OUT"]
