@@ -1,5 +1,5 @@
-"""Non-stationary problems for the treed GP (004): the 1-D RKHS function, Gramacy & Lee's 1-D function and a 4-D
-bowl with a sharp basin.
+"""Non-stationary problems for the treed GP (004): the 1-D RKHS function, Gramacy & Lee's function (1-D, and
+summed over two inputs) and a 4-D bowl with a sharp basin.
 
 Facts of the RKHS function (Wang, Assael & de Freitas 2014, used in 004 Fig. 1 and Table 1): a weighted
 sum of squared-exponential bumps on [0, 1], five of lengthscale 0.1 on the left (smooth) and fourteen of
