@@ -79,6 +79,10 @@ def test_exact_forest_sampler_matches_enumeration(forests4):
     assert np.all(_within(freq, [forests4[k] for k in keys], n))
     Z = ForestPrior(4, 0.3).sample(jax.random.PRNGKey(1), (3,))
     assert Z.shape == (3, 4, 4) and all(_key(z) in forests4 for z in np.asarray(Z))
+    # inside jit and vmap (a jitted Predictive of the additive model draws the graph there): the same draws
+    keys = jax.random.split(jax.random.PRNGKey(2), 3)
+    traced = jax.jit(jax.vmap(lambda k: ForestPrior(4, 0.3).sample(k, (3,))))(keys)
+    assert all(np.array_equal(traced[i], ForestPrior(4, 0.3).sample(keys[i], (3,))) for i in range(3))
     # the default prior: every edge count 0..6 equally often on 7 vertices (uniform forests given the count)
     counts = np.bincount([int(sample_forest(7, None, rng).sum()) // 2 for _ in range(3000)], minlength=7) / 3000
     assert np.all(_within(counts, np.full(7, 1 / 7), 3000))

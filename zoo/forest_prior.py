@@ -189,11 +189,18 @@ class ForestPrior(dist.Distribution):
         return jnp.where(forests(Z), lp, -jnp.inf)
 
     def sample(self, key, sample_shape=()):
-        seed = np.asarray(jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key)
-        rng = np.random.default_rng(seed.astype(np.uint32).ravel().tolist())
+        """Forests drawn on the host (the exact sampler is sequential NumPy), seeded by the key's bits: a host
+        callback, so the draw also works inside `jax.jit` and `vmap` (e.g. a jitted `Predictive`)."""
+        shape = tuple(sample_shape) + self.event_shape
         count = int(np.prod(sample_shape)) if sample_shape else 1
-        draws = np.stack([sample_forest(self.num_vertices, self.gamma, rng) for _ in range(count)])
-        return jnp.asarray(draws.reshape(tuple(sample_shape) + self.event_shape))
+
+        def draw(seed):
+            rng = np.random.default_rng(np.asarray(seed).astype(np.uint32).ravel().tolist())
+            draws = np.stack([sample_forest(self.num_vertices, self.gamma, rng) for _ in range(count)])
+            return draws.reshape(shape)
+
+        bits = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
+        return jax.pure_callback(draw, jax.ShapeDtypeStruct(shape, jnp.bool_), bits, vmap_method="sequential")
 
     def edge_count_log_probs(self) -> np.ndarray:
         """Exact log P(|E| = e), e = 0..D-1."""
