@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from optim.integrated import ACQ_BATCH, AcquisitionFunction, compiled_prepare, evaluate_in_chunks
+from optim.integrated import ACQ_BATCH, AcquisitionFunction, compiled_prepare, evaluate_in_chunks, on_path
 from optim.path_lbfgs import LBFGSConfig, optimize_path, optimize_region
 from zoo.compiled import compiled
 
@@ -81,6 +81,10 @@ class WeightedUCB:
     def values(self, X, dim=None):
         return self.ucb._eval(X, self.weights)[0]
 
+    def scores(self, X, batch=None, dim=None):
+        """`values` (the per-vertex UCB has no cheaper values-only form)."""
+        return self.values(X, dim)
+
 
 def component_region(space, component):
     """(base row, free columns) for one component: the decisions of a path through it, its own columns free."""
@@ -131,5 +135,5 @@ def two_step_search(acqf: AcquisitionFunction, space, rng, config: LBFGSConfig =
         _, value = optimize_region(path_acqf, space, space.path_row(path), free, rng, config)
         scores.append(value)
     i = int(np.argmax(scores))
-    x, value = optimize_path(acqf, space, space.paths[i], rng, config)
+    x, value = optimize_path(on_path(acqf, i), space, space.paths[i], rng, config)
     return x, value, i

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from optim.integrated import on_path
 from optim.path_lbfgs import (
     LBFGSConfig,
     free_columns,
@@ -53,12 +54,13 @@ def optimize_grid(acqf, space: Space, rng: np.random.Generator, config: GridConf
         free = free_columns(space, path)
         num = np.flatnonzero(free & (space.kinds != CATEGORICAL))
         dim = int(free.sum())
+        local = on_path(acqf, k)
         grid = random_rows(space, path, config.n_grid, rng)
-        v = acqf.scores(grid, batch=config.batch, dim=dim)
+        v = local.scores(grid, batch=config.batch, dim=dim)
         top = grid[np.argsort(-v, kind="stable")[: config.n_polish]]
-        polished = space.round_encoded(lbfgs_polish(acqf, top.copy(), num, config.maxiter, dim))
+        polished = space.round_encoded(lbfgs_polish(local, top.copy(), num, config.maxiter, dim))
         candidates = np.vstack([polished, top])
-        cv = acqf.values(candidates, dim)
+        cv = local.values(candidates, dim)
         i = int(np.argmax(cv))
         grid_best = max(grid_best, float(np.max(v)))
         if cv[i] > best_v:

@@ -13,23 +13,31 @@ import jax.numpy as jnp
 import numpy as np
 
 from optim.acquisition import ImprovementMargin
-from zoo.base import CoordinateMoments, PathPredictions, offers
+from zoo.base import CoordinateMoments, PathLocalPredictions, PathPredictions, offers
 from zoo.compiled import compiled
 
 #: the per-sample moments an acquisition can integrate: the latent f (every surrogate) or the path-level
 #: value of `zoo.base.PathPredictions` (Jenatton et al.'s two-step search, 001 Eq. 6)
 MOMENTS = ("latent", "path")
+#: the latent f again, computed by `zoo.base.PathLocalPredictions.predict_on_path` for rows on one path
+ON_PATH = "latent_on_path"
 
 
 def moments_fn(surrogate, moments: str):
-    """The surrogate's declared method that maps (prepared, rows) to per-sample means and variances [S, N]."""
+    """The surrogate's declared method as (prepared, rows, path index) -> per-sample means and variances [S, N];
+    the path index is read only by ON_PATH moments."""
     if moments == "latent":
-        return surrogate.predict_prepared
+        return lambda prepared, X, path: surrogate.predict_prepared(prepared, X)
     if moments == "path":
         if not offers(surrogate, PathPredictions):
             raise ValueError(f"path-level moments need zoo.base.PathPredictions; {surrogate.name!r} does not offer it")
-        return surrogate.path_predict_prepared
-    raise ValueError(f"moments must be one of {MOMENTS}, got {moments!r}")
+        return lambda prepared, X, path: surrogate.path_predict_prepared(prepared, X)
+    if moments == ON_PATH:
+        if not offers(surrogate, PathLocalPredictions):
+            raise ValueError(f"path-local moments need zoo.base.PathLocalPredictions; {surrogate.name!r} does not "
+                             "offer it")
+        return surrogate.predict_on_path
+    raise ValueError(f"moments must be one of {MOMENTS + (ON_PATH,)}, got {moments!r}")
 
 
 def compiled_prepare(surrogate):
@@ -40,13 +48,13 @@ def compiled_prepare(surrogate):
 def _build_value_and_grad(surrogate, acquisition, moments):
     predict = moments_fn(surrogate, moments)
 
-    def total(X, prepared, best, t, dim):
-        mean, var = predict(prepared, X)
+    def total(X, prepared, best, t, dim, path):
+        mean, var = predict(prepared, X, path)
         values = acquisition(mean, var, best, t, dim)
         return jnp.sum(values), values
 
-    def vg(prepared, X, best, t, dim):
-        (_, values), grads = jax.value_and_grad(total, has_aux=True)(X, prepared, best, t, dim)
+    def vg(prepared, X, best, t, dim, path):
+        (_, values), grads = jax.value_and_grad(total, has_aux=True)(X, prepared, best, t, dim, path)
         return values, grads
     return jax.jit(vg)
 
@@ -54,8 +62,8 @@ def _build_value_and_grad(surrogate, acquisition, moments):
 def _build_values_only(surrogate, acquisition, moments):
     predict = moments_fn(surrogate, moments)
 
-    def values(prepared, X, best, t, dim):
-        mean, var = predict(prepared, X)
+    def values(prepared, X, best, t, dim, path):
+        mean, var = predict(prepared, X, path)
         return acquisition(mean, var, best, t, dim)
     return jax.jit(values)
 
@@ -131,14 +139,25 @@ class AcquisitionFunction:
 
     def __call__(self, X, dim: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Values and gradients at rows X [N, D] (evaluated in fixed-size chunks, padded)."""
+        return self._call(X, dim, None)
+
+    def on_path(self, path: int):
+        """This acquisition for rows that all lie on `space.paths[path]`: the same values, computed from the
+        surrogate's path's own terms where it offers `zoo.base.PathLocalPredictions` (Add-Tree: a few vertices
+        instead of all), else this acquisition itself."""
+        if self.moments == "latent" and offers(self.surrogate, PathLocalPredictions):
+            return OnPath(self, int(path))
+        return self
+
+    def _call(self, X, dim, path):
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
         dim = np.float64(X.shape[1] if dim is None else dim)
-        vals, grads = self._evaluate(X, dim)
+        vals, grads = self._evaluate(X, dim, path)
         bad = ~np.isfinite(vals)
         if np.any(bad) and not self._checked_failures:
             self._checked_failures = True
             if self._replace_failed_samples(X[bad]):
-                vals, grads = self._evaluate(X, dim)
+                vals, grads = self._evaluate(X, dim, path)
                 bad = ~np.isfinite(vals)
         # A row whose value is still not finite ranks last in every optimizer (never first, as NaN does in
         # argmax) and gives no gradient to follow.
@@ -146,9 +165,14 @@ class AcquisitionFunction:
             vals, grads = np.where(bad, -np.inf, vals), np.where(bad[:, None], 0.0, grads)
         return vals, grads
 
-    def _evaluate(self, X, dim):
+    def _evaluate(self, X, dim, path=None):
+        if path is None:
+            fn, path = self._vg, np.int32(0)
+        else:
+            fn, path = compiled("acq_value_and_grad", _build_value_and_grad, self.surrogate, self.acquisition,
+                                ON_PATH), np.int32(path)
         vals, grads, self.n_evals = evaluate_in_chunks(
-            lambda chunk: self._vg(self.prepared, chunk, *self._args, dim), X, self.batch, self.n_evals)
+            lambda chunk: fn(self.prepared, chunk, *self._args, dim, path), X, self.batch, self.n_evals)
         return vals, grads
 
     def _replace_failed_samples(self, rows) -> bool:
@@ -193,15 +217,41 @@ class AcquisitionFunction:
         self.n_evals += 1
         return np.asarray(out)[: len(candidates)]
 
-    def scores(self, X, batch: int = 1024, dim: int | None = None) -> np.ndarray:
+    def scores(self, X, batch: int = 1024, dim: int | None = None, path: int | None = None) -> np.ndarray:
         """Values only (no gradients) in large fixed-size chunks: for optimizers that just compare many
         points (Sobol pools, path screening, BARK's leaf-interval search). `dim` is the dimension the
-        acquisition is told (UCB's beta), the row width by default."""
+        acquisition is told (UCB's beta), the row width by default; `path`: every row lies on that path
+        (see `on_path`)."""
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-        fn = compiled("acq_values", _build_values_only, self.surrogate, self.acquisition, self.moments)
+        fn = compiled("acq_values", _build_values_only, self.surrogate, self.acquisition,
+                      self.moments if path is None else ON_PATH)
         dim = np.float64(X.shape[1] if dim is None else dim)
+        path = np.int32(0 if path is None else path)
         out = np.empty(X.shape[0])
         for start, m, chunk in padded_chunks(X, batch):
-            out[start:start + m] = np.asarray(fn(self.prepared, chunk, *self._args, dim))[:m]
+            out[start:start + m] = np.asarray(fn(self.prepared, chunk, *self._args, dim, path))[:m]
             self.n_evals += 1
         return out
+
+
+class OnPath:
+    """`AcquisitionFunction.on_path`: the parent's acquisition at rows that all lie on one path, computed from
+    that path's terms. Shares the parent's prepared arrays, evaluation count and repair of failed samples."""
+
+    def __init__(self, parent: AcquisitionFunction, path: int):
+        self.parent, self.path = parent, path
+        self.surrogate, self.acquisition, self.t = parent.surrogate, parent.acquisition, parent.t
+
+    def __call__(self, X, dim: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        return self.parent._call(X, dim, self.path)
+
+    def values(self, X, dim=None) -> np.ndarray:
+        return self(X, dim)[0]
+
+    def scores(self, X, batch: int = 1024, dim: int | None = None) -> np.ndarray:
+        return self.parent.scores(X, batch, dim, path=self.path)
+
+
+def on_path(acqf, path: int):
+    """`acqf.on_path(path)` for an AcquisitionFunction; any other acquisition callable unchanged."""
+    return acqf.on_path(path) if isinstance(acqf, AcquisitionFunction) else acqf

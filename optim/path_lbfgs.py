@@ -22,6 +22,7 @@ import numpy as np
 from scipy.optimize import minimize as scipy_minimize
 from scipy.stats import qmc
 
+from optim.integrated import on_path
 from zoo.space import CATEGORICAL, Path, Space
 
 
@@ -101,7 +102,7 @@ def optimize_region(acqf, space: Space, base: np.ndarray, free: np.ndarray, rng:
         if len(cat):
             pool[:, cat] = (np.array(assignment) if assignment is not None
                             else rng.integers(0, space.n_choices[cat], size=(config.n_raw, len(cat))))
-        v = acqf.values(pool, dim)
+        v = acqf.scores(pool, batch=config.n_raw, dim=dim)  # values only, one call for the whole pool
         starts = pool[np.argsort(-v)[: config.n_restarts]]
         X = lbfgs_polish(acqf, starts, num, config.maxiter, dim)
         if assignment is None:
@@ -148,8 +149,8 @@ def screen_paths(acqf, space: Space, rng: np.random.Generator, config: LBFGSConf
 def optimize_acquisition(acqf, space: Space, rng: np.random.Generator, config: LBFGSConfig = LBFGSConfig()):
     """The "lbfgs" optimizer: maximize an acquisition over the paths of the space (the screened ones when
     there are many); return (encoded row, value, path index). Needs nothing of the surrogate beyond its
-    predictions."""
+    predictions (each path's search uses the cheaper `AcquisitionFunction.on_path` where the surrogate has it)."""
     paths = screen_paths(acqf, space, rng, config)
-    results = [optimize_path(acqf, space, space.paths[k], rng, config) for k in paths]
+    results = [optimize_path(on_path(acqf, k), space, space.paths[k], rng, config) for k in paths]
     i = int(np.argmax([v for _, v in results]))
     return results[i][0], results[i][1], paths[i]

@@ -111,6 +111,20 @@ def test_hits_count_seeds_below_a_threshold_and_their_first_evaluation():
     assert "| p | m | 3 | 1/3 | 2/3 | 2, 4, - |" in table and "| q |" not in table
 
 
+def test_cost_table_compares_median_seconds_per_iteration_with_a_reference():
+    def rec(method, seed, fit, acq, problem="p"):
+        return {"status": "ok", "problem": problem, "method": method, "seed": seed, "values": [1.0] * 4,
+                "fit_seconds": [9.0] + fit, "acq_seconds": [9.0] + acq, "sources": ["init", "bo", "bo", "bo"]}
+    records = [rec("gp", 0, [1, 1, 1], [1, 1, 2]), rec("gp", 1, [1, 2, 1], [1, 1, 1]),  # totals 2, 2, 3, 2, 3, 2
+               rec("tree", 0, [2, 2, 2], [3, 2, 3]), rec("tree", 1, [2, 2, 2], [2, 2, 2]),  # 5, 4, 5, 4, 4, 4
+               rec("tree", 0, [1, 1, 1], [1, 1, 1], problem="q"), rec("gp", 0, [1, 1, 1], [0, 0, 0], problem="q")]
+    table = report.cost_table(records, "gp")
+    assert "| p | gp | 2 | 1.00 | 1.00 | 2.00 | - |" in table, table  # the design's 9 s is left out
+    assert "| p | tree | 2 | 2.00 | 2.00 | 4.00 | 2.00 |" in table, table
+    assert "| q | tree | 1 | 1.00 | 1.00 | 2.00 | 2.00 |" in table and table.endswith("gp's seconds per iteration: tree 2/2")
+    assert report.cost_table(records, "gp", bound=1.5).endswith("tree 0/2")
+
+
 def test_path_finding_table_splits_runs_by_the_path_of_the_designs_best_and_of_the_final_best():
     from optim.bench.problems import get_problem
 

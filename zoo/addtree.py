@@ -27,8 +27,8 @@ import numpyro
 import numpyro.distributions as dist
 
 from zoo import linalg
-from zoo.base import AdditiveComponents, Component, NoiselessForm, Prepared
-from zoo.gp import ExactGP
+from zoo.base import AdditiveComponents, Component, NoiselessForm, PathLocalPredictions, Prepared
+from zoo.gp import ExactGP, predict_from_cross
 from zoo.kernels import block_slices, matern52, on_route, overlap
 from zoo.priors import block_lengthscale_prior, lengthscale_prior
 from zoo.space import CATEGORICAL, Space
@@ -43,7 +43,23 @@ class InteractionTerm(NamedTuple):
     route_idx: np.ndarray
 
 
-class AddTree(ExactGP, AdditiveComponents, NoiselessForm):
+class PathTerms(NamedTuple):
+    """Gather tables of the kernel terms each path switches on, padded to T terms of d numeric and c categorical
+    columns (numpy, [P, T, ...]). Terms are numbered vertices 0..V-1, like-vertex groups V..V+G-1, then one
+    padding term of zero variance; a padded column has weight 0."""
+
+    term: np.ndarray  # [P, T] term number
+    num_cols: np.ndarray  # [P, T, d] the path's encoded columns the term reads (a group: its member's on the path)
+    num_ls: np.ndarray  # [P, T, d] index into [lengthscale, shared_lengthscale, 1]
+    num_on: np.ndarray  # [P, T, d] 1.0 for a real column, 0.0 for padding
+    cat_cols: np.ndarray  # [P, T, c]
+    cat_ls: np.ndarray  # [P, T, c] index into [cat_lengthscale, 1]
+    cat_on: np.ndarray  # [P, T, c]
+    vertex_num_cols: np.ndarray  # [V, d] each vertex's numeric columns, padded (the data side of vertex terms)
+    vertex_cat_cols: np.ndarray  # [V, c]
+
+
+class AddTree(ExactGP, AdditiveComponents, PathLocalPredictions, NoiselessForm):
     """GP with the Add-Tree kernel built from a conditional `Space`.
 
     Sites: ``lengthscale`` [numeric params, dim ``numeric_param``], ``cat_lengthscale`` [categorical
@@ -119,6 +135,44 @@ class AddTree(ExactGP, AdditiveComponents, NoiselessForm):
             self.group_member[group, g] = 1.0
         self.group_dims = [len(self.vertices[group[0]].numeric_cols) for group in self.vertex_groups]
         self.group_slices = block_slices(self.group_dims)
+        self.path_terms = None if self.interaction_terms else self._path_terms()
+
+    def _path_terms(self) -> PathTerms:
+        """The tables `predict_on_path` gathers from: per path, its vertices and the groups of its members."""
+        V, n_num, n_shared = len(self.vertices), len(self.num_cols), sum(self.group_dims)
+        on_paths = []
+        for path in self.space.paths:
+            terms = []  # (term number, numeric columns, their lengthscale indices, categorical ditto)
+            for v, (vertex, s_num, s_cat) in enumerate(zip(self.vertices, self.num_slices, self.cat_slices)):
+                if vertex.name in path.nodes:
+                    terms.append((v, vertex.numeric_cols, np.arange(n_num)[s_num], vertex.categorical_cols,
+                                  np.arange(len(self.cat_cols))[s_cat]))
+            for g, (group, sl) in enumerate(zip(self.vertex_groups, self.group_slices)):
+                member = [v for v in group if self.vertices[v].name in path.nodes]
+                if member:  # a path meets at most one member of a group
+                    terms.append((V + g, self.vertices[member[0]].numeric_cols, n_num + np.arange(n_shared)[sl],
+                                  np.zeros(0, np.int64), np.zeros(0, np.int64)))
+            on_paths.append(terms)
+        T = max(len(t) for t in on_paths)
+        d = max(1, max(len(c) for t in on_paths for _, c, _, _, _ in t))
+        c = max(1, max(len(c) for t in on_paths for _, _, _, c, _ in t))
+        P = len(on_paths)
+        tables = dict(term=np.full((P, T), V + len(self.vertex_groups), np.int32),
+                      num_cols=np.zeros((P, T, d), np.int32), num_ls=np.full((P, T, d), n_num + n_shared, np.int32),
+                      num_on=np.zeros((P, T, d)), cat_cols=np.zeros((P, T, c), np.int32),
+                      cat_ls=np.full((P, T, c), len(self.cat_cols), np.int32), cat_on=np.zeros((P, T, c)))
+        for p, terms in enumerate(on_paths):
+            for t, (term, num, num_ls, cat, cat_ls) in enumerate(terms):
+                tables["term"][p, t] = term
+                k, j = len(num), len(cat)
+                tables["num_cols"][p, t, :k], tables["num_ls"][p, t, :k], tables["num_on"][p, t, :k] = num, num_ls, 1.0
+                tables["cat_cols"][p, t, :j], tables["cat_ls"][p, t, :j], tables["cat_on"][p, t, :j] = cat, cat_ls, 1.0
+        vertex_num = np.zeros((V, d), np.int32)
+        vertex_cat = np.zeros((V, c), np.int32)
+        for v, vertex in enumerate(self.vertices):
+            vertex_num[v, :len(vertex.numeric_cols)] = vertex.numeric_cols
+            vertex_cat[v, :len(vertex.categorical_cols)] = vertex.categorical_cols
+        return PathTerms(**tables, vertex_num_cols=vertex_num, vertex_cat_cols=vertex_cat)
 
     def config_key(self):
         return (self.noise_prior, self.pooled, self.interactions, self.share_like)
@@ -130,8 +184,8 @@ class AddTree(ExactGP, AdditiveComponents, NoiselessForm):
         return not self.interaction_terms
 
     def offers(self, capability) -> bool:
-        """Additive components only without interaction terms."""
-        return self.additive if capability is AdditiveComponents else True
+        """Additive components and path-local predictions only without interaction terms (they span paths)."""
+        return self.additive if capability in (AdditiveComponents, PathLocalPredictions) else True
 
     def group_coordinates(self, X, membership, group):
         """(u [N, d], in_group [N]): the numeric parameters of the group member on each row's path,
@@ -257,6 +311,56 @@ class AddTree(ExactGP, AdditiveComponents, NoiselessForm):
             return mean, jnp.maximum(var, 1e-12 * (prior + 1e-12))
 
         return linalg.to_user_scale(data, *jax.vmap(one)(samples, arrays))
+
+    def _term_data(self, X):
+        """The data side of every term (vertices, groups, padding) at rows X: (numeric coordinates [V+G+1, N, d],
+        categorical [V+G+1, N, c], whether each row's path switches the term on [V+G+1, N]). A group's
+        coordinates are those of the member on each row's path (`group_coordinates`)."""
+        tables = self.path_terms
+        m = self.membership(X)
+        d, N = tables.num_on.shape[-1], X.shape[0]
+        num = [jnp.transpose(X[:, tables.vertex_num_cols], (1, 0, 2))]
+        cat = [jnp.transpose(X[:, tables.vertex_cat_cols], (1, 0, 2))]
+        on = [m.T]
+        for group, dim in zip(self.vertex_groups, self.group_dims):
+            u, in_group = self.group_coordinates(X, m, group)
+            num.append(jnp.pad(u, ((0, 0), (0, d - dim)))[None])
+            on.append(in_group[None])
+        num.append(jnp.zeros((1, N, d), X.dtype))  # the padding term
+        on.append(jnp.zeros((1, N), X.dtype))
+        cat.append(jnp.zeros((len(self.vertex_groups) + 1,) + cat[0].shape[1:], X.dtype))  # groups have none
+        return jnp.concatenate(num), jnp.concatenate(cat), jnp.concatenate(on)
+
+    def predict_on_path(self, prepared: Prepared, Xq, path):
+        """`predict_prepared` for rows Xq that all lie on `space.paths[path]`: the kernel is summed over that
+        path's terms only (its vertices, and the groups of its members), so a query costs T terms instead of
+        V + G (Definition 4 of 000 with every vertex off the path dropped, since delta_v(xq) = 0 there)."""
+        if self.path_terms is None:
+            raise ValueError("with interaction terms the kernel does not split by path")
+        tables = self.path_terms
+        t = tables._replace(**{name: jnp.asarray(getattr(tables, name))[path] for name in PathTerms._fields[:7]})
+        data = prepared.data
+        z_num, z_cat, z_on = self._term_data(data.X)
+        z_num, z_cat, z_on = z_num[t.term], z_cat[t.term], z_on[t.term]  # [T, n, d], [T, n, c], [T, n]
+
+        def cross(s):
+            scale = jnp.concatenate([s["lengthscale"] if len(self.num_cols) else jnp.zeros(0),
+                                     s["shared_lengthscale"] if self.vertex_groups else jnp.zeros(0), jnp.ones(1)])
+            cat_scale = jnp.concatenate([s["cat_lengthscale"] if len(self.cat_cols) else jnp.zeros(0), jnp.ones(1)])
+            variance = jnp.concatenate([s["variance"], s["shared_variance"] if self.vertex_groups else jnp.zeros(0),
+                                        jnp.zeros(1)])[t.term]  # [T]
+            Kxq = 0.0
+            # one [n, N] block per term: on 1024 rows XLA ran these 3x faster than the same terms stacked [T, n, N].
+            # A padded column gets an infinite lengthscale, so it adds nothing to the distance or the overlap.
+            for j in range(t.term.shape[0]):
+                k = matern52(z_num[j], Xq[:, t.num_cols[j]], jnp.where(t.num_on[j] > 0, scale[t.num_ls[j]], jnp.inf))
+                if len(self.cat_cols):
+                    k = k * overlap(z_cat[j], Xq[:, t.cat_cols[j]],
+                                    jnp.where(t.cat_on[j] > 0, cat_scale[t.cat_ls[j]], jnp.inf))
+                Kxq = Kxq + variance[j] * z_on[j][:, None] * k
+            return Kxq, jnp.full(Xq.shape[0], jnp.sum(variance), Xq.dtype)
+
+        return predict_from_cross(prepared, cross)
 
     def arviz_dims(self):
         names = np.array(self.space.names)

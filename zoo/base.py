@@ -7,11 +7,11 @@ registered names, best first), and may override the declared defaults below (sam
 naming, summaries of discrete structure).
 
 What a surrogate offers beyond that is declared by subclassing a capability class
-(`AdditiveComponents`, `PathPredictions`, `StructureMoves`, `ForestPosterior`, `CoordinateMoments`,
-`DependencyForest`, `NoiselessForm`). Optimizers and the loop ask `offers(surrogate, Capability)`; a surrogate whose
-capability depends on how it was built (Add-Tree with interaction terms is not additive) says so in
-`Surrogate.offers`. Nothing is sniffed with `getattr`; nothing outside a model reads its prepared arrays
-except through a capability's declared method.
+(`AdditiveComponents`, `PathPredictions`, `PathLocalPredictions`, `StructureMoves`, `ForestPosterior`,
+`CoordinateMoments`, `DependencyForest`, `NoiselessForm`). Optimizers and the loop ask
+`offers(surrogate, Capability)`; a surrogate whose capability depends on how it was built (Add-Tree with
+interaction terms is not additive) says so in `Surrogate.offers`. Nothing is sniffed with `getattr`; nothing
+outside a model reads its prepared arrays except through a capability's declared method.
 """
 
 from __future__ import annotations
@@ -200,6 +200,17 @@ class PathPredictions:
         raise NotImplementedError
 
 
+class PathLocalPredictions:
+    """`predict_prepared` for rows that all lie on one root-to-leaf path, from that path's own terms only
+    (Add-Tree: the kernel terms of the few vertices on the path, not of every vertex in the space): the
+    same numbers for less work, for optimizers that search one path at a time."""
+
+    def predict_on_path(self, prepared: Prepared, Xq, path) -> tuple[jax.Array, jax.Array]:
+        """Latent mean and variance [S, N] at rows Xq that all lie on `space.paths[path]` (an int32 index,
+        traced, so every path shares one compilation); rows off that path get wrong values."""
+        raise NotImplementedError
+
+
 class StructureMoves:
     """Discrete sites moved by moves that need more than the joint density (`needs_context` moves)."""
 
@@ -264,8 +275,8 @@ class NoiselessForm:
         return model
 
 
-CAPABILITIES = (AdditiveComponents, PathPredictions, StructureMoves, ForestPosterior, CoordinateMoments,
-                DependencyForest, NoiselessForm)
+CAPABILITIES = (AdditiveComponents, PathPredictions, PathLocalPredictions, StructureMoves, ForestPosterior,
+                CoordinateMoments, DependencyForest, NoiselessForm)
 
 
 def _predict_fn(surrogate: Surrogate):

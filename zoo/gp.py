@@ -65,6 +65,19 @@ def gp_priors(n_num: int, n_cat: int, noise_loc=-4.0, noise_scale=1.0) -> dict:
     return params
 
 
+def predict_from_cross(prepared: Prepared, cross):
+    """Latent mean and variance [S, N] in user units from `cross(sample)` = (K(X, Xq) [n_pad, N], k(xq, xq) [N])
+    and the prepared solves (R&W 2006, Eq. 2.25-2.26), vectorized over posterior samples."""
+    samples, data, arrays = prepared
+
+    def one(s, a: GPArrays):
+        Kxq, kqq = cross(s)
+        m, v = linalg.latent_posterior(a.alpha, a.Kinv, Kxq * data.mask[:, None], kqq)
+        return s["mean"] + m, v
+
+    return linalg.to_user_units(data, *jax.vmap(one)(samples, arrays))
+
+
 class ExactGP(Surrogate):
     """A GP surrogate given by `sample_hyperparameters` (priors) and `kernel`; the rest is shared.
 
@@ -92,14 +105,8 @@ class ExactGP(Surrogate):
         return Prepared(samples, data, jax.vmap(one)(samples))
 
     def predict_prepared(self, prepared: Prepared, Xq):
-        samples, data, arrays = prepared
-
-        def one(s, a: GPArrays):
-            Kxq = self.kernel(data.X, Xq, s) * data.mask[:, None]
-            m, v = linalg.latent_posterior(a.alpha, a.Kinv, Kxq, self.kernel_diag(Xq, s))
-            return s["mean"] + m, v
-
-        return linalg.to_user_units(data, *jax.vmap(one)(samples, arrays))
+        data = prepared.data
+        return predict_from_cross(prepared, lambda s: (self.kernel(data.X, Xq, s), self.kernel_diag(Xq, s)))
 
     def log_likelihood(self, sample, data, loo=False):
         return linalg.user_loglik(data, sample["mean"] * data.mask, gp_cholesky(data, sample, self.kernel), loo)

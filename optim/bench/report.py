@@ -120,6 +120,33 @@ def regret_table(records, at) -> str:
     return "\n".join(lines)
 
 
+def cost_table(records, reference: str, bound: float = 2.0) -> str:
+    """Seconds per BO iteration of each method against `reference` on each problem: medians over the model's
+    iterations (design points aside) of the fit, the acquisition and their sum, and the ratio of the sums;
+    a last line counts the problems where a method is within `bound` times the reference."""
+    head = ["problem", "method", "runs", "fit s/iter", "acq s/iter", "fit + acq s/iter",
+            f"fit + acq vs {reference} (ratio of medians)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+
+    def medians(recs):
+        iters = [(f, a) for r in recs for f, a, s in zip(r["fit_seconds"], r["acq_seconds"], r["sources"])
+                 if s != "init"]
+        return tuple(float(np.median(x)) for x in ([f for f, _ in iters], [a for _, a in iters],
+                                                   [f + a for f, a in iters]))
+    groups = group(records)
+    within: dict = {}
+    for (problem, method), recs in sorted(groups.items()):
+        fit, acq, total = medians(recs)
+        ratio = "-"
+        if method != reference and (problem, reference) in groups:
+            r = total / medians(groups[(problem, reference)])[2]
+            ratio = f"{r:.2f}"
+            within.setdefault(method, []).append(r <= bound)
+        lines.append(f"| {problem} | {method} | {len(recs)} | {fit:.2f} | {acq:.2f} | {total:.2f} | {ratio} |")
+    counts = ", ".join(f"{m} {sum(w)}/{len(w)}" for m, w in sorted(within.items()))
+    return "\n".join(lines + ["", f"Within {bound:g}x of {reference}'s seconds per iteration: {counts}"])
+
+
 def best_table(records, at) -> str:
     """Mean and standard deviation over seeds of the best value found after each budget in `at`, per
     (problem, method), as 004 Table 1 reports them; with median seconds per iteration."""
@@ -519,7 +546,7 @@ def render_block(args: str, base_dir: str) -> str:
     """The text of one block: `regret FILES --at B..`, `best FILES --at B..`, `hits FILES --below L --at B..`,
     `wilcoxon FILES --reference M --at B`,
     `periter FILES --at N..`, `regression FILE [--reference M]`, `regression-data FILE [--reference M]`, `timing FILE`, `compiles FILE`, `paths FILE`, `scaling FILE`, `f1 FILES --at B..`, `calibration FILE`, `parallel FILE [--at B]`, `journal FILE`,
-    `match FILES --reference M --at B..`, `pathfinding FILES`;
+    `match FILES --reference M --at B..`, `pathfinding FILES`, `cost FILES --reference M`;
     FILES is a comma-separated list of results files."""
     argv = shlex.split(args)
     kind, paths = argv[0], [os.path.join(base_dir, p) for p in argv[1].split(",")]
@@ -532,7 +559,7 @@ def render_block(args: str, base_dir: str) -> str:
         else:
             opts[key].append(a)
     data = ([r for p in paths for r in load_records(p)] if kind in ("regret", "best", "hits", "wilcoxon", "periter", "mip", "f1",
-                                                                   "match", "pathfinding")
+                                                                   "match", "pathfinding", "cost")
             else load_records(paths[0]))
     if "problems" in opts and kind not in ("regression", "regression-data"):
         data = [r for r in data if r.get("problem") in opts["problems"]]
@@ -574,6 +601,8 @@ def render_block(args: str, base_dir: str) -> str:
         return journal_table(data)
     if kind == "pathfinding":
         return path_finding_table(data)
+    if kind == "cost":
+        return cost_table(data, opts["reference"][0])
     raise ValueError(f"unknown block kind {kind!r}")
 
 
