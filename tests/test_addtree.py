@@ -43,6 +43,7 @@ def test_kernel_equals_definition_4_and_is_psd(problem):
     K = np.asarray(jitted(model).kernel(X, X, params))
     direct = np.array([[direct_addtree(space, model, params, a, b) for b in configs] for a in configs])
     assert np.allclose(K, direct, atol=1e-12)
+    assert np.allclose(np.asarray(jitted(model).data_kernel(X, X, params)), direct, atol=1e-12)  # stacked by shape
     assert np.linalg.eigvalsh(K).min() > -1e-9
     assert np.allclose(np.asarray(jitted(model).kernel_diag(X, params)), np.diag(K))
 
@@ -255,10 +256,11 @@ def prior_posterior(model, X, y, n_draws=3, seed=0):
 
 @pytest.mark.parametrize("kwargs", [pytest.param({}, marks=pytest.mark.slow), {"share_like": True, "pooled": True}])
 def test_predictions_from_one_paths_terms_equal_the_full_ones(kwargs):
-    """`predict_on_path` sums only the kernel terms of one path (its vertices, and with share_like the groups of its
-    members); on that path's rows its means, variances and acquisition gradients must equal the full model's,
-    and the per-path optimizer that uses it must report the full integrated acquisition at the point it returns.
-    conditional_11: 6 vertices on 4 paths, categoricals inside leaves, 2 groups of like vertices."""
+    """`data_kernel` equals `kernel`. `predict_on_path` sums only the kernel terms of one path (its vertices, and with
+    share_like the groups of its members); on that path's rows its means, variances and acquisition gradients must
+    equal the full model's, and the per-path optimizer that uses it must report the full integrated acquisition at
+    the point it returns. conditional_11: 6 vertices on 4 paths, categoricals inside leaves, 2 groups of like
+    vertices."""
     from optim.acquisition import LogEI
     from optim.bench.problems import get_problem
     from optim.integrated import AcquisitionFunction
@@ -272,6 +274,9 @@ def test_predictions_from_one_paths_terms_equal_the_full_ones(kwargs):
     assert len(model.cat_cols) and (model.vertex_groups or not kwargs)
     configs = space.sample(14, seed=2)
     post = prior_posterior(model, space.encode(configs), np.array([problem(c) for c in configs]))
+    draw, X = {k: v[0, 0] for k, v in post.samples.items()}, post.data.X
+    # the likelihood's kernel (vertices stacked by their numbers of columns) is the same kernel
+    assert np.allclose(jax.jit(model.data_kernel)(X, X, draw), jax.jit(model.kernel)(X, X, draw), rtol=0, atol=1e-12)
     acqf = AcquisitionFunction(post, LogEI(), best=float(np.min(post.y)))
     rng = np.random.default_rng(0)
     for k, path in enumerate(space.paths):

@@ -95,12 +95,17 @@ class ExactGP(Surrogate):
         """Prior variance k(x, x) at each row (override when cheaper than the full kernel)."""
         return jax.vmap(lambda x: self.kernel(x[None], x[None], params)[0, 0])(X)
 
+    def data_kernel(self, X1, X2, params):
+        """`kernel` as the likelihood and `prepare` compute it, on the padded training rows; a model may give a
+        form that is faster on that n x n block than its `kernel` (which predictions use on many query rows)."""
+        return self.kernel(X1, X2, params)
+
     def model(self, data: Data) -> None:
-        gp_likelihood(data, self.sample_hyperparameters(), self.kernel)
+        gp_likelihood(data, self.sample_hyperparameters(), self.data_kernel)
 
     def prepare(self, samples, data) -> Prepared:
         def one(s):
-            L = gp_cholesky(data, s, self.kernel)
+            L = gp_cholesky(data, s, self.data_kernel)
             return GPArrays(*linalg.precision_terms(L, data.y - s["mean"] * data.mask))
         return Prepared(samples, data, jax.vmap(one)(samples))
 
@@ -109,7 +114,7 @@ class ExactGP(Surrogate):
         return predict_from_cross(prepared, lambda s: (self.kernel(data.X, Xq, s), self.kernel_diag(Xq, s)))
 
     def log_likelihood(self, sample, data, loo=False):
-        return linalg.user_loglik(data, sample["mean"] * data.mask, gp_cholesky(data, sample, self.kernel), loo)
+        return linalg.user_loglik(data, sample["mean"] * data.mask, gp_cholesky(data, sample, self.data_kernel), loo)
 
 
 class GP(ExactGP, NoiselessForm):

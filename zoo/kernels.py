@@ -23,10 +23,14 @@ def rbf(X1, X2, lengthscale):
     return jnp.exp(-0.5 * scaled_sqdist(X1, X2, lengthscale))
 
 
+def matern52_of_distance(r):
+    """Matérn-5/2 with unit variance at scaled distance r (Rasmussen & Williams 2006, Eq. 4.17)."""
+    return (1.0 + SQRT5 * r + (5.0 / 3.0) * r**2) * jnp.exp(-SQRT5 * r)
+
+
 def matern52(X1, X2, lengthscale):
     """Matérn-5/2 ARD kernel with unit variance (Rasmussen & Williams 2006, Eq. 4.17)."""
-    r = _safe_sqrt(scaled_sqdist(X1, X2, lengthscale))
-    return (1.0 + SQRT5 * r + (5.0 / 3.0) * r**2) * jnp.exp(-SQRT5 * r)
+    return matern52_of_distance(_safe_sqrt(scaled_sqdist(X1, X2, lengthscale)))
 
 
 def overlap(C1, C2, lengthscale):
