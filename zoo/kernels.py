@@ -23,14 +23,16 @@ def rbf(X1, X2, lengthscale):
     return jnp.exp(-0.5 * scaled_sqdist(X1, X2, lengthscale))
 
 
-def matern52_of_distance(r):
-    """Matérn-5/2 with unit variance at scaled distance r (Rasmussen & Williams 2006, Eq. 4.17)."""
+def matern52_from_sqdist(d2):
+    """Matérn-5/2 with unit variance at squared scaled distance d2 (Rasmussen & Williams 2006, Eq. 4.17);
+    d2 is clipped at 0 and the gradient stays finite where points coincide."""
+    r = _safe_sqrt(jnp.maximum(d2, 0.0))
     return (1.0 + SQRT5 * r + (5.0 / 3.0) * r**2) * jnp.exp(-SQRT5 * r)
 
 
 def matern52(X1, X2, lengthscale):
     """Matérn-5/2 ARD kernel with unit variance (Rasmussen & Williams 2006, Eq. 4.17)."""
-    return matern52_of_distance(_safe_sqrt(scaled_sqdist(X1, X2, lengthscale)))
+    return matern52_from_sqdist(scaled_sqdist(X1, X2, lengthscale))
 
 
 def overlap(C1, C2, lengthscale):
