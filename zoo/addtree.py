@@ -46,12 +46,12 @@ class InteractionTerm(NamedTuple):
 class PathTerms(NamedTuple):
     """Gather tables of the kernel terms each path switches on, padded to T terms of d numeric and c categorical
     columns (numpy, [P, T, ...]). Terms are numbered vertices 0..V-1, like-vertex groups V..V+G-1, then one
-    padding term of zero variance; a padded column has weight 0."""
+    padding term of zero variance; a padded column (num_on / cat_on False) gets an infinite lengthscale."""
 
     term: np.ndarray  # [P, T] term number
     num_cols: np.ndarray  # [P, T, d] the path's encoded columns the term reads (a group: its member's on the path)
     num_ls: np.ndarray  # [P, T, d] index into [lengthscale, shared_lengthscale, 1]
-    num_on: np.ndarray  # [P, T, d] 1.0 for a real column, 0.0 for padding
+    num_on: np.ndarray  # [P, T, d] True for a real column, False for padding
     cat_cols: np.ndarray  # [P, T, c]
     cat_ls: np.ndarray  # [P, T, c] index into [cat_lengthscale, 1]
     cat_on: np.ndarray  # [P, T, c]
@@ -170,14 +170,14 @@ class AddTree(ExactGP, AdditiveComponents, PathLocalPredictions, NoiselessForm):
         P = len(on_paths)
         tables = dict(term=np.full((P, T), V + len(self.vertex_groups), np.int32),
                       num_cols=np.zeros((P, T, d), np.int32), num_ls=np.full((P, T, d), n_num + n_shared, np.int32),
-                      num_on=np.zeros((P, T, d)), cat_cols=np.zeros((P, T, c), np.int32),
-                      cat_ls=np.full((P, T, c), len(self.cat_cols), np.int32), cat_on=np.zeros((P, T, c)))
+                      num_on=np.zeros((P, T, d), bool), cat_cols=np.zeros((P, T, c), np.int32),
+                      cat_ls=np.full((P, T, c), len(self.cat_cols), np.int32), cat_on=np.zeros((P, T, c), bool))
         for p, terms in enumerate(on_paths):
             for t, (term, num, num_ls, cat, cat_ls) in enumerate(terms):
                 tables["term"][p, t] = term
                 k, j = len(num), len(cat)
-                tables["num_cols"][p, t, :k], tables["num_ls"][p, t, :k], tables["num_on"][p, t, :k] = num, num_ls, 1.0
-                tables["cat_cols"][p, t, :j], tables["cat_ls"][p, t, :j], tables["cat_on"][p, t, :j] = cat, cat_ls, 1.0
+                tables["num_cols"][p, t, :k], tables["num_ls"][p, t, :k], tables["num_on"][p, t, :k] = num, num_ls, True
+                tables["cat_cols"][p, t, :j], tables["cat_ls"][p, t, :j], tables["cat_on"][p, t, :j] = cat, cat_ls, True
         vertex_num = np.zeros((V, d), np.int32)
         vertex_cat = np.zeros((V, c), np.int32)
         for v, vertex in enumerate(self.vertices):
@@ -392,10 +392,10 @@ class AddTree(ExactGP, AdditiveComponents, PathLocalPredictions, NoiselessForm):
             # one [n, N] block per term: on 1024 rows XLA ran these 3x faster than the same terms stacked [T, n, N].
             # A padded column gets an infinite lengthscale, so it adds nothing to the distance or the overlap.
             for j in range(t.term.shape[0]):
-                k = matern52(z_num[j], Xq[:, t.num_cols[j]], jnp.where(t.num_on[j] > 0, scale[t.num_ls[j]], jnp.inf))
+                k = matern52(z_num[j], Xq[:, t.num_cols[j]], jnp.where(t.num_on[j], scale[t.num_ls[j]], jnp.inf))
                 if len(self.cat_cols):
                     k = k * overlap(z_cat[j], Xq[:, t.cat_cols[j]],
-                                    jnp.where(t.cat_on[j] > 0, cat_scale[t.cat_ls[j]], jnp.inf))
+                                    jnp.where(t.cat_on[j], cat_scale[t.cat_ls[j]], jnp.inf))
                 Kxq = Kxq + variance[j] * z_on[j][:, None] * k
             return Kxq, jnp.full(Xq.shape[0], jnp.sum(variance), Xq.dtype)
 
