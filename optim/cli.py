@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 
@@ -69,8 +70,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--acquisition", default=None, type=acquisition_name, metavar="{logei,ei,pi,ucb}[,OPTION]",
                      help="default: the surrogate's own (UCB for bark, log-EI for the others); 'logei,xi=0.01' "
                           "asks for improvement beyond 0.01 standard deviations of y, 'ucb,beta=2' fixes beta")
-    run.add_argument("--output-transform", default="none", choices=OUTPUT_TRANSFORMS,
-                     help="fit the model to a monotone transform of the values (heavy-tailed objectives)")
+    run.add_argument("--output-transform", default=None, choices=OUTPUT_TRANSFORMS,
+                     help="fit the model to a monotone transform of the values (heavy-tailed objectives); "
+                          "default: the one --surrogate auto pairs with its pick, else none")
     run.add_argument("--deterministic", action="store_true",
                      help="the objective returns exact values: the model's noise prior moves near zero")
     run.add_argument("--budget", type=integer_at_least(1), default=30, help="number of evaluations (default 30)")
@@ -128,6 +130,10 @@ def main(argv=None) -> int:
     from optim.loop import BayesOpt, minimize
 
     problem = get_problem(args.problem, noise_std=args.noise, seed=args.seed)
+    if args.output_transform is None and args.save is not None:  # unset: a resumed journal's, as minimize does
+        from optim.journal import read_header
+        header = read_header(args.save) if os.path.exists(args.save) else None
+        args.output_transform = header["output_transform"] if header is not None else None
     try:  # the surrogate, acquisition and options are checked before any evaluation is spent
         checked = BayesOpt(problem.space, surrogate=args.surrogate, acquisition=args.acquisition, seed=args.seed,
                            n_init=args.n_init, output_transform=args.output_transform,
@@ -146,7 +152,8 @@ def main(argv=None) -> int:
             parser.error(f"--dask-scheduler {args.dask_scheduler}: cannot connect ({exc})")
     named = checked.surrogate_spec + (" (auto)" if checked.auto_choice else "")
     print(f"treezoo: minimizing {problem.name} (dim {problem.space.dim}, {len(problem.space.paths)} path(s)) "
-          f"with surrogate={named}, acquisition={args.acquisition or 'default'}, budget={args.budget}, "
+          f"with surrogate={named}, acquisition={args.acquisition or 'default'}, "
+          f"output transform={checked.output_transform}, budget={args.budget}, "
           f"seed={args.seed}" + (", deterministic" if args.deterministic else ""),
           flush=True)
     if args.workers or executor is not None:

@@ -139,11 +139,13 @@ class BayesOpt:
     `batch_strategy`: how configurations in flight enter the next proposal ("believer" or "liar",
     see optim.batch). `journal`: a path; every ask and tell is appended to it as it happens
     (optim.journal), and an existing journal of the same run is resumed (one of another run is refused).
+    `output_transform`: None (a resumed journal's; otherwise the transform `surrogate="auto"` pairs with its
+    pick, else "none"), "none", "log" or "yeo-johnson" (optim.transforms); the run's is `opt.output_transform`.
     """
 
     def __init__(self, space: Space, surrogate="auto", acquisition=None, seed: int = 0,
                  n_init: int | None = None, sampler: SamplerSettings | None = None,
-                 optimizer=None, design: str = "sobol", output_transform: str = "none",
+                 optimizer=None, design: str = "sobol", output_transform: str | None = None,
                  deterministic: bool = False, batch_strategy: str = "believer", journal=None):
         if not isinstance(space, Space):
             raise TypeError(f"space must be a zoo.Space, got {type(space).__name__}")
@@ -193,7 +195,12 @@ class BayesOpt:
         self._pending: list[dict] = []  # asked, not told: {"index", "config", "source", fit/acq info}
         self.design = design
         self._design = initial_design(space, self.n_init, self.seed, design)
-        # the model sees transform(y) (monotone: same minimizer); the history keeps the user's values
+        # the model sees transform(y) (monotone: same minimizer); the history keeps the user's values.
+        # None: the journal's when resuming one, else the transform auto paired with its pick, else "none"
+        if output_transform is None:
+            header = read_header(journal) if journal is not None and os.path.exists(journal) else None
+            output_transform = (header["output_transform"] if header is not None
+                                else self.auto_choice.output_transform if self.auto_choice is not None else "none")
         self.output_transform = check_output_transform(output_transform)
         self.journal: Journal | None = None
         self.resumed = 0  # evaluations found in an existing journal at construction
@@ -390,7 +397,7 @@ class BayesOpt:
                   design=d.get("design", "sobol"), output_transform=d.get("output_transform", "none"),
                   deterministic=d.get("deterministic", False), batch_strategy=d.get("batch_strategy", "believer"))
         if d.get("auto") is not None:
-            opt.auto_choice = AutoChoice(opt.surrogate_spec, d["auto"])
+            opt.auto_choice = AutoChoice(opt.surrogate_spec, d["auto"], opt.output_transform)
         return opt
 
     @classmethod
@@ -611,7 +618,8 @@ def minimize(objective: Callable[[dict], float], space: Space, surrogate="auto",
 
     `settings`: `sampler=SamplerSettings(...)`, `optimizer=` (see `BayesOpt`), `design="sobol"|"paths"`,
     `batch_strategy="believer"|"liar"` (optim.batch), `output_transform="none"|"log"|"yeo-johnson"` (the
-    model fits a monotone transform of the values: for heavy-tailed objectives), `deterministic=True` (the
+    model fits a monotone transform of the values: for heavy-tailed objectives; unset, a resumed checkpoint's,
+    otherwise the transform that `surrogate="auto"` pairs with its pick, else "none"), `deterministic=True` (the
     objective returns exact values, e.g. a simulation: the model's noise prior moves to
     `zoo.base.NOISELESS_PRIOR`); unset, they default to what the surrogate asks for.
     """
@@ -652,8 +660,10 @@ def minimize(objective: Callable[[dict], float], space: Space, surrogate="auto",
     if progress:
         from tqdm.auto import tqdm
         if opt.auto_choice is not None:
-            print(f"treezoo: surrogate auto -> {opt.auto_choice.name}: {opt.auto_choice.rule}", file=sys.stderr,
-                  flush=True)
+            paired = (f" (output transform {opt.auto_choice.output_transform})"
+                      if opt.auto_choice.output_transform != "none" else "")
+            print(f"treezoo: surrogate auto -> {opt.auto_choice.name}{paired}: {opt.auto_choice.rule}",
+                  file=sys.stderr, flush=True)
         bar = tqdm(total=int(budget), initial=min(len(opt.history), int(budget)),
                    desc=f"treezoo[{opt.surrogate_spec}]", unit="eval")
 

@@ -38,6 +38,31 @@ def test_auto_picks_by_the_documented_rules(space, deterministic, expected):
     assert make_surrogate("auto", space).name.startswith(choose_surrogate(space).name)
 
 
+def test_auto_pairs_a_transform_on_conditional_spaces_that_a_named_one_overrides(tmp_path):
+    space = get_problem("conditional_1").space
+    choice = choose_surrogate(space)
+    assert choice.output_transform == "yeo-johnson" and "Yeo-Johnson" in choice.rule
+    assert BayesOpt(space, seed=0).output_transform == "yeo-johnson"
+    assert BayesOpt(space, seed=0, output_transform="none").output_transform == "none"  # the user's word wins
+    assert BayesOpt(space, "addtree", seed=0).output_transform == "none"  # a named surrogate: no pairing
+    assert choose_surrogate(_flat(6)).output_transform == "none"
+    assert BayesOpt(_flat(6), seed=0).output_transform == "none"
+    path = tmp_path / "run.jsonl"  # the design only (budget = n_init): the pairing is journalled and restored
+    res = minimize(lambda c: 1.0 + c["d0"], space, budget=2, n_init=2, checkpoint=path)
+    assert res.optimizer.output_transform == "yeo-johnson"
+    assert json.loads(path.read_text().splitlines()[0])["run"]["output_transform"] == "yeo-johnson"
+    loaded = BayesOpt.load(path)
+    assert loaded.auto_choice == res.optimizer.auto_choice and loaded.output_transform == "yeo-johnson"
+    with BayesOpt(space, n_init=2, journal=path) as resumed:  # auto again: the same run
+        assert len(resumed.history) == 2
+    untransformed = tmp_path / "none.jsonl"  # a run that named "none" resumes as itself when the transform is unset
+    minimize(lambda c: 1.0 + c["d0"], space, budget=2, n_init=2, checkpoint=untransformed, output_transform="none")
+    with BayesOpt(space, n_init=2, journal=untransformed) as resumed:
+        assert resumed.output_transform == "none" and len(resumed.history) == 2
+    with pytest.raises(ValueError, match="differs in output_transform"):
+        BayesOpt(space, n_init=2, journal=untransformed, output_transform="yeo-johnson")
+
+
 def test_auto_is_listed_and_a_named_surrogate_is_taken_as_named():
     assert available()[0] == "auto" and "gp" in available()
     opt = BayesOpt(_flat(40), "gp")

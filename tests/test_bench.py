@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+from scipy.stats import wilcoxon
 
 from optim.bench import report
 from optim.bench import runner as bench
@@ -123,6 +124,26 @@ def test_cost_table_compares_median_seconds_per_iteration_with_a_reference():
     assert "| p | tree | 2 | 2.00 | 2.00 | 4.00 | 2.00 |" in table, table
     assert "| q | tree | 1 | 1.00 | 1.00 | 2.00 | 2.00 |" in table and table.endswith("gp's seconds per iteration: tree 2/2")
     assert report.cost_table(records, "gp", bound=1.5).endswith("tree 0/2")
+
+
+def test_family_table_counts_problems_at_or_below_the_reference_and_pools_the_pairs():
+    """Worked by hand, log10 regret at evaluation 2: problem a: ref -1, -1, -1; m -2, -2, -2 (0.5 below).
+    b: ref -1, -1, -1; m -1.2, -1.2, -0.5 (median -1.2: below, not by 0.5). c: ref -3, -3, -3; m -1, -1, -1
+    (above). Pooled differences: -1 x3, -0.2 x2, +0.5, +2 x3."""
+    def rec(method, problem, seed, log_regret):
+        return {"status": "ok", "problem": problem, "method": method, "seed": seed, "optimum": 0.0,
+                "values": [1.0, 10.0 ** log_regret]}
+    records = [rec("ref", p, s, r) for p, r in (("a", -1), ("b", -1), ("c", -3)) for s in range(3)]
+    records += [rec("m", "a", s, -2) for s in range(3)] + [rec("m", "c", s, -1) for s in range(3)]
+    records += [rec("m", "b", s, r) for s, r in enumerate((-1.2, -1.2, -0.5))]
+    table = report.family_table(records, "ref", [2])
+    row = next(line for line in table.splitlines() if line.startswith("| m |"))
+    assert row.startswith("| m | 2 | 3 | 2/3 | 1/3 | 9 | "), table
+    expected = wilcoxon([-1.0, -1.0, -1.0, -0.2, -0.2, 0.5, 2.0, 2.0, 2.0]).pvalue  # the pairs, as listed above
+    assert float(row.split("|")[-2]) == float(f"{expected:.2g}") and expected > 0.2, row  # no verdict
+    only_a = [r for r in records if r["problem"] == "a"]  # 3 pairs, all negative: exact p = 2 / 2^3
+    row = next(line for line in report.family_table(only_a, "ref", [2]).splitlines() if line.startswith("| m |"))
+    assert row == "| m | 2 | 1 | 1/1 | 1/1 | 3 | 0.25 |", row
 
 
 def test_path_finding_table_splits_runs_by_the_path_of_the_designs_best_and_of_the_final_best():

@@ -120,15 +120,15 @@ def test_initial_design_options_and_method_specs():
     assert initial_design(space, 5, seed=1) != design  # the default stays plain Sobol
     with pytest.raises(ValueError, match="design"):
         initial_design(space, 5, seed=1, design="grid")
-    assert split_method("addtree:ucb") == ("addtree", "ucb", "none", False)
-    assert split_method("gp") == ("gp", None, "none", False)
+    assert split_method("addtree:ucb") == ("addtree", "ucb", None, False)
+    assert split_method("gp") == ("gp", None, None, False)
     assert split_method("gp:ei/yeo-johnson") == ("gp", "ei", "yeo-johnson", False)
-    assert split_method("addtree_shared+deterministic") == ("addtree_shared", None, "none", True)
+    assert split_method("addtree_shared+deterministic") == ("addtree_shared", None, None, True)
     assert split_method("gp:ei/log+deterministic") == ("gp", "ei", "log", True)
     with pytest.raises(ValueError, match="deterministic"):
         split_method("gp+exact")
     from optim.bench.runner import batch_options
-    assert split_method("gp+q4+liar") == ("gp", None, "none", False) and batch_options("gp+q4+liar") == (4, "liar")
+    assert split_method("gp+q4+liar") == ("gp", None, None, False) and batch_options("gp+q4+liar") == (4, "liar")
     assert batch_options("gp") == (1, "believer") and batch_options("gp+deterministic+q2") == (2, "believer")
 
 

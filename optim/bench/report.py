@@ -263,6 +263,41 @@ def wilcoxon_table(records, reference, at, alpha=0.05) -> str:
     return "\n".join(lines)
 
 
+def family_table(records, reference: str, at) -> str:
+    """Each method against `reference` over a family of problems (issue 23's measure): on how many problems its
+    median regret is at or below the reference's, and at least 0.5 log10 below it, at each budget in `at`;
+    beside it a two-sided Wilcoxon signed-rank test pooled over all (problem, seed) pairs, on log10 regret
+    (log10, so that problems on different scales pool; regrets floored at 1e-12, as in the regret tables)."""
+    groups = group(records)
+    methods = sorted({m for _, m in groups} - {reference})
+    lines = [f"| method vs {reference} | evaluations | problems | median at or below {reference}'s | "
+             f"at least 0.5 log10 below | (problem, seed) pairs | pooled p (two-sided Wilcoxon) |",
+             "|---|---|---|---|---|---|---|"]
+    for method in methods:
+        for b in at:
+            problems = at_or_below = far_below = 0
+            diffs = []
+            for (problem, m), recs in sorted(groups.items()):
+                if m != method or (problem, reference) not in groups:
+                    continue
+                mine = {r["seed"]: _log_regret(regret_trace(r)[b - 1]) for r in recs if len(r["values"]) >= b}
+                ref = {r["seed"]: _log_regret(regret_trace(r)[b - 1]) for r in groups[(problem, reference)]
+                       if len(r["values"]) >= b}
+                if not mine or not ref:
+                    continue
+                problems += 1
+                gap = np.median(list(mine.values())) - np.median(list(ref.values()))
+                at_or_below += gap <= 0.0
+                far_below += gap <= -0.5
+                diffs += [mine[s] - ref[s] for s in sorted(set(mine) & set(ref))]
+            if not problems:
+                continue
+            p = 1.0 if np.allclose(diffs, 0.0) else float(wilcoxon(diffs).pvalue)
+            lines.append(f"| {method} | {b} | {problems} | {at_or_below}/{problems} | {far_below}/{problems} "
+                         f"| {len(diffs)} | {p:.2g} |")
+    return "\n".join(lines)
+
+
 def regression_table(records, reference: str = "addtree") -> str:
     """log10 test MSE median [q25, q75] per model and training size; a two-sided paired Wilcoxon p
     (pairs: seeds) against `reference` at each size, and the reference's wins over the seeds."""
@@ -546,7 +581,8 @@ def render_block(args: str, base_dir: str) -> str:
     """The text of one block: `regret FILES --at B..`, `best FILES --at B..`, `hits FILES --below L --at B..`,
     `wilcoxon FILES --reference M --at B`,
     `periter FILES --at N..`, `regression FILE [--reference M]`, `regression-data FILE [--reference M]`, `timing FILE`, `compiles FILE`, `paths FILE`, `scaling FILE`, `f1 FILES --at B..`, `calibration FILE`, `parallel FILE [--at B]`, `journal FILE`,
-    `match FILES --reference M --at B..`, `pathfinding FILES`, `cost FILES --reference M`;
+    `match FILES --reference M --at B..`, `pathfinding FILES`, `cost FILES --reference M`,
+    `family FILES --reference M --at B..`;
     FILES is a comma-separated list of results files."""
     argv = shlex.split(args)
     kind, paths = argv[0], [os.path.join(base_dir, p) for p in argv[1].split(",")]
@@ -559,7 +595,7 @@ def render_block(args: str, base_dir: str) -> str:
         else:
             opts[key].append(a)
     data = ([r for p in paths for r in load_records(p)] if kind in ("regret", "best", "hits", "wilcoxon", "periter", "mip", "f1",
-                                                                   "match", "pathfinding", "cost")
+                                                                   "match", "pathfinding", "cost", "family")
             else load_records(paths[0]))
     if "problems" in opts and kind not in ("regression", "regression-data"):
         data = [r for r in data if r.get("problem") in opts["problems"]]
@@ -603,6 +639,8 @@ def render_block(args: str, base_dir: str) -> str:
         return path_finding_table(data)
     if kind == "cost":
         return cost_table(data, opts["reference"][0])
+    if kind == "family":
+        return family_table(data, opts["reference"][0], [int(b) for b in opts.get("at", ["30"])])
     raise ValueError(f"unknown block kind {kind!r}")
 
 

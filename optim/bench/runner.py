@@ -76,7 +76,7 @@ def methods_available() -> list[str]:
 
 def split_method(method: str) -> tuple[str, str | None, str, bool]:
     """'surrogate[:acquisition][/output transform][+deterministic][+qN][+liar]' -> (surrogate, acquisition or
-    None, transform, deterministic): 'addtree:logei' is a non-default acquisition, 'gp/log' fits the GP to
+    None, transform or None, deterministic): 'addtree:logei' is a non-default acquisition, 'gp/log' fits the GP to
     log y, 'addtree+deterministic' tells the model the objective is exact (BayesOpt(deterministic=True)).
     The batch options are read by `batch_options`."""
     spec, *flags = method.split("+")
@@ -86,7 +86,7 @@ def split_method(method: str) -> tuple[str, str | None, str, bool]:
                              "'+qN' (synchronous batches of N) and '+liar' / '+believer' (the batch strategy)")
     spec, _, transform = spec.partition("/")
     name, _, acquisition = spec.partition(":")
-    return name, acquisition or None, transform or "none", "deterministic" in flags
+    return name, acquisition or None, transform or None, "deterministic" in flags  # None: BayesOpt's default
 
 
 def _is_batch_flag(flag: str) -> bool:
@@ -169,7 +169,7 @@ def cmd_run(args) -> int:
             name, _, transform, _ = split_method(m)
         except ValueError:
             name = transform = None
-        if name not in methods_available() or transform not in OUTPUT_TRANSFORMS:
+        if name not in methods_available() or (transform is not None and transform not in OUTPUT_TRANSFORMS):
             print(f"treezoo-bench: unknown method {m!r}; available: {methods_available()}, optionally "
                   f"followed by ':acquisition', '/transform' ({', '.join(OUTPUT_TRANSFORMS)}) and '+deterministic'",
                   file=sys.stderr)
