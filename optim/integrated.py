@@ -152,18 +152,22 @@ class AcquisitionFunction:
     def _call(self, X, dim, path):
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
         dim = np.float64(X.shape[1] if dim is None else dim)
-        vals, grads = self._evaluate(X, dim, path)
+        vals, grads = self._repaired(X, lambda: self._evaluate(X, dim, path))
         bad = ~np.isfinite(vals)
+        if np.any(bad):  # no gradient to follow from a row that ranks last
+            grads = np.where(bad[:, None], 0.0, grads)
+        return _last_if_not_finite(vals), grads
+
+    def _repaired(self, rows, evaluate):
+        """`evaluate()` (a tuple whose first item is the values at `rows`), run again once after failed
+        posterior samples are replaced if a value is not finite (see `_replace_failed_samples`)."""
+        out = evaluate()
+        bad = ~np.isfinite(out[0])
         if np.any(bad) and not self._checked_failures:
             self._checked_failures = True
-            if self._replace_failed_samples(X[bad]):
-                vals, grads = self._evaluate(X, dim, path)
-                bad = ~np.isfinite(vals)
-        # A row whose value is still not finite ranks last in every optimizer (never first, as NaN does in
-        # argmax) and gives no gradient to follow.
-        if np.any(bad):
-            vals, grads = np.where(bad, -np.inf, vals), np.where(bad[:, None], 0.0, grads)
-        return vals, grads
+            if self._replace_failed_samples(rows[bad]):
+                out = evaluate()
+        return out
 
     def _evaluate(self, X, dim, path=None):
         if path is None:
@@ -212,10 +216,15 @@ class AcquisitionFunction:
         valid = np.arange(p) < len(trees)
         tree_idx = np.concatenate([trees, np.zeros(p - len(trees), np.int32)])
         fn = compiled("acq_coordinates", _build_coordinate_values, self.surrogate, self.acquisition)
-        out = fn(self.prepared, np.asarray(x, dtype=np.float64), np.int32(column), padded, tree_idx, valid,
-                 *self._args, np.float64(len(x)))
-        self.n_evals += 1
-        return np.asarray(out)[: len(candidates)]
+        x = np.asarray(x, dtype=np.float64)
+
+        def evaluate():
+            self.n_evals += 1
+            return (np.asarray(fn(self.prepared, x, np.int32(column), padded, tree_idx, valid, *self._args,
+                                  np.float64(len(x))))[: len(candidates)],)
+        rows = np.repeat(x[None, :], len(candidates), axis=0)
+        rows[:, column] = candidates
+        return _last_if_not_finite(self._repaired(rows, evaluate)[0])
 
     def scores(self, X, batch: int = 1024, dim: int | None = None, path: int | None = None) -> np.ndarray:
         """Values only (no gradients) in large fixed-size chunks: for optimizers that just compare many
@@ -227,11 +236,20 @@ class AcquisitionFunction:
                       self.moments if path is None else ON_PATH)
         dim = np.float64(X.shape[1] if dim is None else dim)
         path = np.int32(0 if path is None else path)
-        out = np.empty(X.shape[0])
-        for start, m, chunk in padded_chunks(X, batch):
-            out[start:start + m] = np.asarray(fn(self.prepared, chunk, *self._args, dim, path))[:m]
-            self.n_evals += 1
-        return out
+
+        def evaluate():
+            out = np.empty(X.shape[0])
+            for start, m, chunk in padded_chunks(X, batch):
+                out[start:start + m] = np.asarray(fn(self.prepared, chunk, *self._args, dim, path))[:m]
+                self.n_evals += 1
+            return (out,)
+        return _last_if_not_finite(self._repaired(X, evaluate)[0])
+
+
+def _last_if_not_finite(values: np.ndarray) -> np.ndarray:
+    """A value that is still not finite becomes -inf, so that it ranks last in every optimizer (never first,
+    as NaN does in argmax and max)."""
+    return np.where(np.isfinite(values), values, -np.inf)
 
 
 class OnPath:

@@ -342,6 +342,34 @@ def test_polish_ends_where_no_single_column_change_improves(small_bark_acqf):
             assert acqf.values(trial).max() <= value + 1e-12
 
 
+def test_a_draw_that_cannot_predict_is_replaced_before_pool_and_coordinate_scores_rank_points(small_bark_acqf):
+    """The values-only paths of the MIP search (`scores` for the Sobol pool, `coordinate_scores` for the polish)
+    repair a posterior with a failed draw as the value-and-gradient path does: the draw gets the first working
+    draw's sites, and the scores equal those of that repaired posterior exactly. Without the repair every score
+    is NaN, and NaN wins argmax."""
+    import dataclasses
+
+    space, acqf = small_bark_acqf
+    post = acqf.posterior
+
+    def with_draw(source):  # draw (chain 0, draw 0) given a NaN noise variance, or draw (0, 1)'s sites
+        samples = {k: np.array(v) for k, v in post.samples.items()}
+        for name, v in samples.items():
+            v[0, 0] = np.nan if source is None and name == "noise" else v[source or (0, 0)]
+        return AcquisitionFunction(dataclasses.replace(post, samples=samples, _cache={}), UCB(beta=2.0),
+                                   best=float(post.y.min()))
+    X = space.encode(space.sample(6, seed=8))
+    every_tree = np.arange(48, dtype=np.int32)  # 16 draws x 3 trees: all re-routed, whichever forests they hold
+    candidates = np.linspace(0.05, 0.95, 7)
+    broken, repaired = with_draw(None), with_draw((0, 1))
+    pool = broken.scores(X)
+    assert broken.failed_samples == 1 and np.array_equal(pool, repaired.scores(X)), pool
+    broken = with_draw(None)
+    column = broken.coordinate_scores(X[0], 0, candidates, every_tree, size=(16, 48))
+    assert broken.failed_samples == 1 and np.all(np.isfinite(column))
+    assert np.array_equal(column, repaired.coordinate_scores(X[0], 0, candidates, every_tree, size=(16, 48)))
+
+
 def test_coordinate_scores_re_route_only_the_trees_that_split_on_the_column(small_bark_acqf):
     """Moving one column through `coordinate_moments` (only the trees splitting on it re-routed) gives the
     values of scoring the whole rows, and the polish that uses it ends at the same points."""
