@@ -6,7 +6,8 @@ The rules, first match wins (the README's table; the measurements are in BENCHMA
    the values (`output_transform="yeo-johnson"`, unless the run names a transform). On the seeded conditional
    family ("The output transform on the conditional family": 12 instances, 3 seeds) its median regret after
    30 evaluations is at or below the flat GP's on 12 of 12 instances and at least 0.5 log10 below it on 7
-   (3 of the 4 held out); untransformed, Add-Tree was at or below on 8 and 0.5 below on 3. The transform
+   (3 of the 4 held out; the same counts at 10 seeds there); untransformed, Add-Tree was at or below on 8
+   and 0.5 below on 3. The transform
    keeps the leaves whose values run to 5-13 from dominating the standardized model. On two conditional
    problems outside the family (Jenatton small, 10 seeds; compression, 5 seeds) the pairing made no
    difference the seeds could show ("The pairing on problems outside the family"). It costs 1.3-2.8x the

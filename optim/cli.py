@@ -72,7 +72,8 @@ def _parser() -> argparse.ArgumentParser:
                           "asks for improvement beyond 0.01 standard deviations of y, 'ucb,beta=2' fixes beta")
     run.add_argument("--output-transform", default=None, choices=OUTPUT_TRANSFORMS,
                      help="fit the model to a monotone transform of the values (heavy-tailed objectives); "
-                          "default: the one --surrogate auto pairs with its pick, else none")
+                          "default: a resumed --save journal's, else the one --surrogate auto pairs with its "
+                          "pick, else none")
     run.add_argument("--deterministic", action="store_true",
                      help="the objective returns exact values: the model's noise prior moves near zero")
     run.add_argument("--budget", type=integer_at_least(1), default=30, help="number of evaluations (default 30)")
@@ -133,7 +134,7 @@ def main(argv=None) -> int:
     if args.output_transform is None and args.save is not None:  # unset: a resumed journal's, as minimize does
         from optim.journal import read_header
         header = read_header(args.save) if os.path.exists(args.save) else None
-        args.output_transform = header["output_transform"] if header is not None else None
+        args.output_transform = (header or {}).get("output_transform")
     try:  # the surrogate, acquisition and options are checked before any evaluation is spent
         checked = BayesOpt(problem.space, surrogate=args.surrogate, acquisition=args.acquisition, seed=args.seed,
                            n_init=args.n_init, output_transform=args.output_transform,

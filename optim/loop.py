@@ -199,8 +199,8 @@ class BayesOpt:
         # None: the journal's when resuming one, else the transform auto paired with its pick, else "none"
         if output_transform is None:
             header = read_header(journal) if journal is not None and os.path.exists(journal) else None
-            output_transform = (header["output_transform"] if header is not None
-                                else self.auto_choice.output_transform if self.auto_choice is not None else "none")
+            output_transform = ((header or {}).get("output_transform")
+                                or (self.auto_choice.output_transform if self.auto_choice is not None else "none"))
         self.output_transform = check_output_transform(output_transform)
         self.journal: Journal | None = None
         self.resumed = 0  # evaluations found in an existing journal at construction

@@ -74,7 +74,7 @@ def methods_available() -> list[str]:
     return available() + sorted(ABLATIONS) + sorted(PEERS)
 
 
-def split_method(method: str) -> tuple[str, str | None, str, bool]:
+def split_method(method: str) -> tuple[str, str | None, str | None, bool]:
     """'surrogate[:acquisition][/output transform][+deterministic][+qN][+liar]' -> (surrogate, acquisition or
     None, transform or None, deterministic): 'addtree:logei' is a non-default acquisition, 'gp/log' fits the GP to
     log y, 'addtree+deterministic' tells the model the objective is exact (BayesOpt(deterministic=True)).
