@@ -37,10 +37,17 @@ class LBFGSConfig:
     alternations: int = 2  # rounds of categorical coordinate ascent otherwise
     max_paths: int | None = 8  # paths given the full search; more are screened first (None: every path)
     screen_raw: int = 128  # Sobol points per path in the screening pool
+    #: epsilon-greedy over paths: the probability that a proposal's path is drawn at random (each decision
+    #: uniform, as `Space.sample` draws) instead of chosen by the acquisition; the point on that path still
+    #: maximizes the acquisition there. 0 (the default) never explores
+    explore_paths: float = 0.0
 
     def __post_init__(self):
         if self.max_paths is not None and (not isinstance(self.max_paths, int) or self.max_paths < 1):
             raise ValueError(f"max_paths must be a positive integer or None, got {self.max_paths!r}")
+        if isinstance(self.explore_paths, bool) or not isinstance(self.explore_paths, (int, float)) \
+                or not 0.0 <= self.explore_paths <= 1.0:
+            raise ValueError(f"explore_paths must be a probability in [0, 1], got {self.explore_paths!r}")
 
 
 def lbfgs_polish(acqf, X0, cols, maxiter, dim):
@@ -149,7 +156,12 @@ def screen_paths(acqf, space: Space, rng: np.random.Generator, config: LBFGSConf
 def optimize_acquisition(acqf, space: Space, rng: np.random.Generator, config: LBFGSConfig = LBFGSConfig()):
     """The "lbfgs" optimizer: maximize an acquisition over the paths of the space (the screened ones when
     there are many); return (encoded row, value, path index). Needs nothing of the surrogate beyond its
-    predictions (each path's search uses the cheaper `AcquisitionFunction.on_path` where the surrogate has it)."""
+    predictions (each path's search uses the cheaper `AcquisitionFunction.on_path` where the surrogate has it).
+    With `config.explore_paths` > 0, a proposal searches one randomly drawn path with that probability."""
+    if config.explore_paths > 0 and len(space.paths) > 1 and rng.random() < config.explore_paths:
+        k = int(space.path_index(space.encode(space.sample(1, rng)))[0])
+        x, value = optimize_path(on_path(acqf, k), space, space.paths[k], rng, config)
+        return x, value, k
     paths = screen_paths(acqf, space, rng, config)
     results = [optimize_path(on_path(acqf, k), space, space.paths[k], rng, config) for k in paths]
     i = int(np.argmax([v for _, v in results]))

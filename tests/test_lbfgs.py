@@ -97,3 +97,35 @@ def test_a_many_path_space_is_screened_and_still_finds_the_best_path(monkeypatch
     assert path == 11 and space.active_path(space.decode(x)).index == 11
     assert v == pytest.approx(1.0, abs=1e-8) and v == pytest.approx(acq.values(x[None])[0])
     assert len(searched) == (16 if max_paths is None else 3) and 11 in searched
+
+
+def test_explore_paths_draws_a_random_path_at_its_rate_and_maximizes_the_acquisition_there():
+    space = jenatton_small().space  # two binary decisions: Space.sample draws each of the 4 paths with p = 1/4
+    j1, j3, j7 = space.col["x1"], space.col["x3"], space.col["x7"]
+    target = space.fill_row()
+    target[j7] = 0.25
+
+    def bonus(X):
+        return 1.0 * ((X[:, j1] == 1) & (X[:, j3] == 1))
+    weights = np.zeros(space.dim)
+    weights[[space.col[name] for name in ("x4", "x5", "x6", "x7")]] = 1.0
+    acq = QuadraticAcq(target, weights, bonus)
+    config = LBFGSConfig(n_raw=16, n_restarts=2, maxiter=30, explore_paths=0.5)
+    rng, n = np.random.default_rng(0), 400
+    paths = []
+    for _ in range(n):
+        x, v, path = optimize_acquisition(acq, space, rng, config)
+        assert space.path_index(x[None])[0] == path and v == pytest.approx(acq.values(x[None])[0], abs=1e-12)
+        paths.append(path)
+    freq = np.bincount(paths, minlength=4) / n
+    expected = np.array([0.125, 0.125, 0.125, 0.625])  # explored 1/2 x 1/4 each, plus the greedy choice of path 3
+    # binomial standard errors sqrt(p (1 - p) / 400) are 0.017 and 0.024; 4 of them bound a correct sampler's
+    # frequencies with room to spare, and a sampler that never explores (0, 0, 0, 1) or always does is far outside
+    assert np.all(np.abs(freq - expected) <= 4 * np.sqrt(expected * (1 - expected) / n)), freq
+    assert optimize_acquisition(acq, space, rng, LBFGSConfig(n_raw=16, n_restarts=2, maxiter=30))[2] == 3
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, True, "0.2"])
+def test_explore_paths_must_be_a_probability(bad):
+    with pytest.raises(ValueError, match="explore_paths"):
+        LBFGSConfig(explore_paths=bad)

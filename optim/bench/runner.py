@@ -75,15 +75,16 @@ def methods_available() -> list[str]:
 
 
 def split_method(method: str) -> tuple[str, str | None, str | None, bool]:
-    """'surrogate[:acquisition][/output transform][+deterministic][+qN][+liar]' -> (surrogate, acquisition or
+    """'surrogate[:acquisition][/output transform][+deterministic][+qN][+liar][+explore]' -> (surrogate, acquisition or
     None, transform or None, deterministic): 'addtree:logei' is a non-default acquisition, 'gp/log' fits the GP to
     log y, 'addtree+deterministic' tells the model the objective is exact (BayesOpt(deterministic=True)).
-    The batch options are read by `batch_options`."""
+    The batch options are read by `batch_options`, the path exploration by `explore_paths`."""
     spec, *flags = method.split("+")
     for flag in flags:
-        if flag != "deterministic" and not _is_batch_flag(flag):
+        if flag not in ("deterministic", "explore") and not _is_batch_flag(flag):
             raise ValueError(f"unknown method option {flag!r} in {method!r}; the options are '+deterministic', "
-                             "'+qN' (synchronous batches of N) and '+liar' / '+believer' (the batch strategy)")
+                             "'+qN' (synchronous batches of N), '+liar' / '+believer' (the batch strategy) and "
+                             "'+explore' (epsilon-greedy paths, see explore_paths)")
     spec, _, transform = spec.partition("/")
     name, _, acquisition = spec.partition(":")
     return name, acquisition or None, transform or None, "deterministic" in flags  # None: BayesOpt's default
@@ -99,6 +100,15 @@ def batch_options(method: str) -> tuple[int, str]:
     q = next((int(f[1:]) for f in flags if f.startswith("q") and f[1:].isdigit()), 1)
     strategy = next((f for f in flags if f in BATCH_STRATEGIES), "believer")
     return q, strategy
+
+
+#: the probability of a random path per proposal for a method flagged '+explore' (LBFGSConfig.explore_paths)
+EXPLORE_PATHS = 0.2
+
+
+def explore_paths(method: str) -> float:
+    """LBFGSConfig.explore_paths for a method: EXPLORE_PATHS with the flag '+explore', else 0."""
+    return EXPLORE_PATHS if "explore" in method.split("+")[1:] else 0.0
 
 
 def run_batches(problem, surrogate, budget: int, seed: int, n_init: int, q: int, **settings) -> list[dict]:
@@ -136,6 +146,9 @@ def run_cell(method: str, problem_name: str, seed: int, budget: int, n_init: int
                 surrogate = ABLATIONS[surrogate](problem.space)
             settings = dict(acquisition=acquisition, design=design, output_transform=transform,
                             deterministic=deterministic, batch_strategy=strategy)
+            if explore_paths(method):
+                from optim.path_lbfgs import LBFGSConfig
+                settings["optimizer"] = LBFGSConfig(explore_paths=explore_paths(method))
             if q > 1:
                 history = run_batches(problem, surrogate, budget, seed, n_init, q, **settings)
             else:
