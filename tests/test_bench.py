@@ -138,12 +138,12 @@ def test_family_table_counts_problems_at_or_below_the_reference_and_pools_the_pa
     records += [rec("m", "b", s, r) for s, r in enumerate((-1.2, -1.2, -0.5))]
     table = report.family_table(records, "ref", [2])
     row = next(line for line in table.splitlines() if line.startswith("| m |"))
-    assert row.startswith("| m | 2 | 3 | 2/3 | 1/3 | 9 | "), table
+    assert row.startswith("| m | 2 | 3 | 2/3 | 1/3 | 9 | -0.20 | "), table  # the pairs' median: -0.2
     expected = wilcoxon([-1.0, -1.0, -1.0, -0.2, -0.2, 0.5, 2.0, 2.0, 2.0]).pvalue  # the pairs, as listed above
     assert float(row.split("|")[-2]) == float(f"{expected:.2g}") and expected > 0.2, row  # no verdict
     only_a = [r for r in records if r["problem"] == "a"]  # 3 pairs, all negative: exact p = 2 / 2^3
     row = next(line for line in report.family_table(only_a, "ref", [2]).splitlines() if line.startswith("| m |"))
-    assert row == "| m | 2 | 1 | 1/1 | 1/1 | 3 | 0.25 |", row
+    assert row == "| m | 2 | 1 | 1/1 | 1/1 | 3 | -1.00 | 0.25 |", row
 
 
 def test_path_finding_table_splits_runs_by_the_path_of_the_designs_best_and_of_the_final_best():

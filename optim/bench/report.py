@@ -267,12 +267,14 @@ def family_table(records, reference: str, at) -> str:
     """Each method against `reference` over a family of problems (issue 23's measure): on how many problems its
     median regret is at or below the reference's, and at least 0.5 log10 below it, at each budget in `at`;
     beside it a two-sided Wilcoxon signed-rank test pooled over all (problem, seed) pairs, on log10 regret
-    (log10, so that problems on different scales pool; regrets floored at 1e-12, as in the regret tables)."""
+    (log10, so that problems on different scales pool; regrets floored at 1e-12, as in the regret tables), and the
+    median of those paired differences, whose sign says which way the test leans (negative: the method is lower)."""
     groups = group(records)
     methods = sorted({m for _, m in groups} - {reference})
     lines = [f"| method vs {reference} | evaluations | problems | median at or below {reference}'s | "
-             f"at least 0.5 log10 below | (problem, seed) pairs | pooled p (two-sided Wilcoxon) |",
-             "|---|---|---|---|---|---|---|"]
+             f"at least 0.5 log10 below | (problem, seed) pairs | median paired difference (log10) | "
+             f"pooled p (two-sided Wilcoxon) |",
+             "|---|---|---|---|---|---|---|---|"]
     for method in methods:
         for b in at:
             problems = at_or_below = far_below = 0
@@ -294,7 +296,7 @@ def family_table(records, reference: str, at) -> str:
                 continue
             p = 1.0 if np.allclose(diffs, 0.0) else float(wilcoxon(diffs).pvalue)
             lines.append(f"| {method} | {b} | {problems} | {at_or_below}/{problems} | {far_below}/{problems} "
-                         f"| {len(diffs)} | {p:.2g} |")
+                         f"| {len(diffs)} | {np.median(diffs):+.2f} | {p:.2g} |")
     return "\n".join(lines)
 
 
