@@ -184,7 +184,8 @@ def cmd_run(args) -> int:
             name = transform = None
         if name not in methods_available() or (transform is not None and transform not in OUTPUT_TRANSFORMS):
             print(f"treezoo-bench: unknown method {m!r}; available: {methods_available()}, optionally "
-                  f"followed by ':acquisition', '/transform' ({', '.join(OUTPUT_TRANSFORMS)}) and '+deterministic'",
+                  f"followed by ':acquisition', '/transform' ({', '.join(OUTPUT_TRANSFORMS)}), '+deterministic', "
+                  "'+qN', '+liar' / '+believer' and '+explore'",
                   file=sys.stderr)
             return 2
         if name in PEERS and m != name:
