@@ -125,6 +125,21 @@ def _check_value(value) -> float:
     return float(arr.reshape(()))
 
 
+def _with_defaults(run: dict) -> dict:
+    """A stored run's settings with the sampler's and optimizer's fields added since it was written set to their
+    defaults, so that a journal or snapshot from before a new field resumes (it ran with the default)."""
+    run = dict(run)
+    if isinstance(run.get("sampler"), dict):
+        run["sampler"] = {**asdict(SamplerSettings()), **run["sampler"]}
+    if isinstance(run.get("optimizer"), dict):
+        try:
+            _, config = optimizer_from_dict(run["optimizer"])
+        except (TypeError, ValueError):  # unknown settings: compared as stored, so the run is refused by name
+            return run
+        run["optimizer"] = {**asdict(config), **run["optimizer"]}
+    return run
+
+
 class BayesOpt:
     """Ask/tell Bayesian optimization (minimization) of a black box over a `zoo.Space`.
 
@@ -468,7 +483,8 @@ class BayesOpt:
                     raise ValueError(f"{path}: not a treezoo journal of format {JOURNAL_FORMAT}")
                 # "auto" is how the surrogate was named, not a setting: a run begun with "auto" resumes under
                 # the surrogate it picked, named or auto's (if auto's rules changed since, "surrogate" differs)
-                differ = [k for k in header["run"] if k != "auto" and first["run"].get(k) != header["run"][k]]
+                stored = _with_defaults(first["run"])
+                differ = [k for k in header["run"] if k != "auto" and stored.get(k) != header["run"][k]]
                 if differ:
                     raise ValueError(
                         f"{path} holds a different run (it differs in {', '.join(differ)}); pass another path, "
@@ -483,7 +499,8 @@ class BayesOpt:
     def _migrate_snapshot(self, path, header: dict) -> None:
         """Turn a JSON snapshot of this run (an older checkpoint) into a journal in place, atomically."""
         d = _read_snapshot(path)
-        differ = [k for k in header["run"] if k in d and json.loads(json.dumps(d[k])) != header["run"][k]]
+        stored = _with_defaults(json.loads(json.dumps(d)))
+        differ = [k for k in header["run"] if k in stored and stored[k] != header["run"][k]]
         if differ:
             raise ValueError(f"{path} is a saved run of different settings (it differs in {', '.join(differ)}); "
                              "pass another path, or the same settings to resume it")

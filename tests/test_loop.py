@@ -268,3 +268,19 @@ def test_deterministic_objective_makes_the_model_interpolate_and_survives_save_l
         BayesOpt(flat2, "random", deterministic=True)
     with pytest.raises(TypeError, match="deterministic"):
         BayesOpt(flat2, "gp", deterministic="yes")
+
+
+def test_a_journal_written_before_a_settings_field_existed_resumes_and_a_changed_field_is_refused(tmp_path):
+    from optim.path_lbfgs import LBFGSConfig
+
+    space = Space([Real("a", 0, 1), Real("b", 0, 1)])
+    path = tmp_path / "run.jsonl"
+    minimize(lambda c: c["a"] + c["b"], space, "gp", budget=2, n_init=2, checkpoint=path)
+    lines = path.read_text().splitlines()
+    header = json.loads(lines[0])
+    del header["run"]["optimizer"]["explore_paths"], header["run"]["sampler"]["refit_every"]  # as older runs wrote
+    path.write_text("\n".join([json.dumps(header)] + lines[1:]) + "\n")
+    with BayesOpt(space, "gp", n_init=2, journal=path) as resumed:  # those fields' defaults are what it ran with
+        assert len(resumed.history) == 2
+    with pytest.raises(ValueError, match="differs in optimizer"):
+        BayesOpt(space, "gp", n_init=2, journal=path, optimizer=LBFGSConfig(explore_paths=0.5))
