@@ -75,9 +75,9 @@ def methods_available() -> list[str]:
 
 
 def split_method(method: str) -> tuple[str, str | None, str | None, bool]:
-    """'surrogate[:acquisition][/output transform][+deterministic][+qN][+liar][+explore]' -> (surrogate, acquisition or
-    None, transform or None, deterministic): 'addtree:logei' is a non-default acquisition, 'gp/log' fits the GP to
-    log y, 'addtree+deterministic' tells the model the objective is exact (BayesOpt(deterministic=True)).
+    """'surrogate[:acquisition][/output transform][+deterministic][+qN][+liar][+explore]' -> (surrogate,
+    acquisition or None, transform or None, deterministic): 'addtree:logei' is a non-default acquisition, 'gp/log'
+    fits the GP to log y, 'addtree+deterministic' tells the model the objective is exact (BayesOpt(deterministic=True)).
     The batch options are read by `batch_options`, the path exploration by `explore_paths`."""
     spec, *flags = method.split("+")
     for flag in flags:
