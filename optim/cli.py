@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import time
 
@@ -133,8 +132,7 @@ def main(argv=None) -> int:
     problem = get_problem(args.problem, noise_std=args.noise, seed=args.seed)
     if args.output_transform is None and args.save is not None:  # unset: a resumed journal's, as minimize does
         from optim.journal import read_header
-        header = read_header(args.save) if os.path.exists(args.save) else None
-        args.output_transform = (header or {}).get("output_transform")
+        args.output_transform = (read_header(args.save) or {}).get("output_transform")
     try:  # the surrogate, acquisition and options are checked before any evaluation is spent
         checked = BayesOpt(problem.space, surrogate=args.surrogate, acquisition=args.acquisition, seed=args.seed,
                            n_init=args.n_init, output_transform=args.output_transform,

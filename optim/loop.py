@@ -213,7 +213,7 @@ class BayesOpt:
         # the model sees transform(y) (monotone: same minimizer); the history keeps the user's values.
         # None: the journal's when resuming one, else the transform auto paired with its pick, else "none"
         if output_transform is None:
-            header = read_header(journal) if journal is not None and os.path.exists(journal) else None
+            header = read_header(journal) if journal is not None else None  # None too where there is no journal
             output_transform = ((header or {}).get("output_transform")
                                 or (self.auto_choice.output_transform if self.auto_choice is not None else "none"))
         self.output_transform = check_output_transform(output_transform)
@@ -662,7 +662,7 @@ def minimize(objective: Callable[[dict], float], space: Space, surrogate="auto",
         check_picklable(objective)
     if checkpoint is not None:
         check_save_folder(checkpoint)
-        header = read_header(checkpoint) if os.path.exists(checkpoint) else None
+        header = read_header(checkpoint)  # None where there is no journal yet
         if n_init is None and header is not None:  # resuming: the run's own design size, whatever the budget
             n_init = header["n_init"]
     if n_init is None and isinstance(space, Space):

@@ -35,18 +35,24 @@ def test_finds_interior_maximum_of_flat_space():
     assert np.allclose(x, [0.3, 0.77], atol=1e-5) and v == pytest.approx(0, abs=1e-9)
 
 
-def test_picks_the_best_path_on_a_conditional_space():
-    space = jenatton_small().space
-    # reward leaf x1=1,x3=1 (path 3) and pull x7 to 0.25 in unit scale; the decision columns carry the bonus
-    j1, j3, j7 = space.col["x1"], space.col["x3"], space.col["x7"]
+def _path3_acquisition(space, pulled):
+    """On Jenatton small: a bonus of 1 on the leaf x1=1, x3=1 (path 3, carried by the decision columns), and the
+    columns `pulled` drawn to the fill row's values, x7 to 0.25 in unit scale."""
+    j1, j3 = space.col["x1"], space.col["x3"]
     target = space.fill_row()
-    target[j7] = 0.25
+    target[space.col["x7"]] = 0.25
 
     def bonus(X):
         return 1.0 * ((X[:, j1] == 1) & (X[:, j3] == 1))
     weights = np.zeros(space.dim)
-    weights[j7] = 1.0
-    x, v, path = optimize_acquisition(QuadraticAcq(target, weights, bonus), space, np.random.default_rng(1), CONFIG)
+    weights[[space.col[name] for name in pulled]] = 1.0
+    return QuadraticAcq(target, weights, bonus)
+
+
+def test_picks_the_best_path_on_a_conditional_space():
+    space = jenatton_small().space
+    acq = _path3_acquisition(space, ["x7"])
+    x, v, path = optimize_acquisition(acq, space, np.random.default_rng(1), CONFIG)
     config = space.decode(x)
     assert (config["x1"], config["x3"]) == (1, 1) and path == 3
     assert config["x7"] == pytest.approx(-0.5, abs=1e-4)
@@ -101,15 +107,7 @@ def test_a_many_path_space_is_screened_and_still_finds_the_best_path(monkeypatch
 
 def test_explore_paths_draws_a_random_path_at_its_rate_and_maximizes_the_acquisition_there():
     space = jenatton_small().space  # two binary decisions: Space.sample draws each of the 4 paths with p = 1/4
-    j1, j3, j7 = space.col["x1"], space.col["x3"], space.col["x7"]
-    target = space.fill_row()
-    target[j7] = 0.25
-
-    def bonus(X):
-        return 1.0 * ((X[:, j1] == 1) & (X[:, j3] == 1))
-    weights = np.zeros(space.dim)
-    weights[[space.col[name] for name in ("x4", "x5", "x6", "x7")]] = 1.0
-    acq = QuadraticAcq(target, weights, bonus)
+    acq = _path3_acquisition(space, ["x4", "x5", "x6", "x7"])
     config = LBFGSConfig(n_raw=16, n_restarts=2, maxiter=30, explore_paths=0.5)
     rng, n = np.random.default_rng(0), 400
     paths = []
