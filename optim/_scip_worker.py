@@ -14,6 +14,16 @@ standard deviation sigma_s is bounded by the convex constraint sigma_s^2 + ||u_s
 Objective: the integrated UCB in standardized units, (1 / S) sum_s (-alpha_s' k_s + sqrt(beta) sigma_s),
 maximized (so the relative gap does not depend on the user's offset); the reported objective is in
 the user's units, -y_mean + y_std * that.
+
+Two ways to write Eq. 10c (``problem["formulation"]``):
+- ``"tangent"`` (default): no u variables. A constraint handler (``VarianceBall``) holds, per forest,
+  sigma_s^2 + ||M_s k_s||^2 <= 1 with M_s = L_s^-1, and cuts off an LP point (sigma*, M k*) outside the
+  unit ball by the ball's tangent plane through its projection, a sigma + b' M k <= 1 with (a, b) =
+  (sigma*, M k*) / ||(sigma*, M k*)||: valid for every feasible point (Cauchy-Schwarz), coefficients of
+  modest size whatever sigma* is. The first plane, through the warm start's point, is in the initial LP.
+- ``"nonlinear"``: u variables with L_s u_s = k_s and SCIP's nonlinear constraint on (sigma_s, u_s). SCIP
+  gives every square its own auxiliary variable and initial rows; on BARK problems at n = 60 its first
+  LP did not finish in 10 s (BENCHMARKS.md, "The acquisition MIP's variance constraints").
 """
 
 import pickle
@@ -21,12 +31,73 @@ import sys
 import time
 
 import numpy as np
+from pyscipopt import SCIP_RESULT, Conshdlr
 
 #: time limit (s) from which SCIP keeps its default root separation. On 16 problems captured from BARK runs
 #: (TreeFunction, TreeFunctionCat, PestControl at n = 30-60, NLP off as below) with 10 s, default separation
 #: ended with a smaller relative gap than a single round on 5, a larger one on 1 and the same on 10, and
 #: reached the 10% gap on 2 against 1. Under the default 1 s the single round lets the root LP finish.
 LONG_SOLVE_SECONDS = 5.0
+FORMULATIONS = ("tangent", "nonlinear")
+#: a point counts as inside the variance ball when sigma^2 + ||M k||^2 <= 1 + BALL_TOL
+BALL_TOL = 1e-6
+
+
+class VarianceBall(Conshdlr):
+    """Eq. 10c per forest as sigma_s^2 + ||M_s k_s||^2 <= 1, enforced by tangent planes of the unit ball
+    (module docstring); ``data[name] = (sigma var, k vars, M)``."""
+
+    def __init__(self):
+        self.data = {}
+        self.n_cuts = 0
+
+    def _excess(self, cons, sol):
+        sigma, ks, M = self.data[cons.name]
+        s = self.model.getSolVal(sol, sigma)
+        u = M @ np.array([self.model.getSolVal(sol, v) for v in ks])
+        return s * s + u @ u - 1.0, s, u
+
+    def _separate(self, constraints) -> bool:
+        found = False
+        for cons in constraints:
+            excess, s, u = self._excess(cons, None)  # None: the current LP solution
+            if excess <= BALL_TOL:
+                continue
+            sigma, ks, M = self.data[cons.name]
+            r = np.sqrt(s * s + u @ u)
+            coef = M.T @ (u / r)
+            row = self.model.createEmptyRowUnspec(name=f"{cons.name}_cut{self.n_cuts}", rhs=1.0)
+            self.model.cacheRowExtensions(row)
+            self.model.addVarToRow(row, sigma, float(s / r))
+            for var, a in zip(ks, coef):
+                if a != 0.0:
+                    self.model.addVarToRow(row, var, float(a))
+            self.model.flushRowExtensions(row)
+            self.model.addCut(row, forcecut=True)
+            self.model.releaseRow(row)
+            self.n_cuts += 1
+            found = True
+        return found
+
+    def conscheck(self, constraints, solution, checkintegrality, checklprows, printreason, completely):
+        bad = any(self._excess(cons, solution)[0] > BALL_TOL for cons in constraints)
+        return {"result": SCIP_RESULT.INFEASIBLE if bad else SCIP_RESULT.FEASIBLE}
+
+    def consenfolp(self, constraints, nusefulconss, solinfeasible):
+        return {"result": SCIP_RESULT.SEPARATED if self._separate(constraints) else SCIP_RESULT.FEASIBLE}
+
+    def consenfops(self, constraints, nusefulconss, solinfeasible, objinfeasible):
+        bad = any(self._excess(cons, None)[0] > BALL_TOL for cons in constraints)
+        return {"result": SCIP_RESULT.SOLVELP if bad else SCIP_RESULT.FEASIBLE}
+
+    def conssepalp(self, constraints, nusefulconss):
+        return {"result": SCIP_RESULT.SEPARATED if self._separate(constraints) else SCIP_RESULT.DIDNOTFIND}
+
+    def conslock(self, constraint, locktype, nlockspos, nlocksneg):
+        sigma, ks, _ = self.data[constraint.name]
+        self.model.addVarLocks(sigma, nlocksneg, nlockspos)  # a larger sigma can violate it
+        for var in ks:
+            self.model.addVarLocks(var, nlockspos + nlocksneg, nlockspos + nlocksneg)
 
 
 def add_forest_structure(model, p):
@@ -57,14 +128,41 @@ def add_forest_structure(model, p):
     return w, c, z_all
 
 
+def forest_k(p, s: int, leaves) -> np.ndarray:
+    """The kernel vector k_s of forest s at a point whose leaves (positions per tree) are `leaves`."""
+    kv = np.zeros(p["n"])
+    for t, tree in enumerate(p["trees"][s]):
+        kv += np.asarray(tree["point_leaf"]) == leaves[t]
+    return kv / p["m"]
+
+
+def start_objective(p) -> float:
+    """The objective (standardized units) at the warm start: what SCIP must beat to improve on it."""
+    total = 0.0
+    for s in range(p["S"]):
+        kv = forest_k(p, s, p["x0_leaf"][s])
+        u = np.linalg.solve(p["L"][s], kv) if p["n"] else kv
+        total += -float(p["alpha"][s] @ kv) + np.sqrt(p["beta"]) * np.sqrt(max(1.0 - float(u @ u), 0.0))
+    return total / p["S"]
+
+
 def build(p):
+    """The model of the module docstring; returns (model, w, c, z, (k, u or None, sigma), objective var)."""
     from pyscipopt import SCIP_PARAMSETTING, Model, quicksum
 
+    formulation = p.get("formulation", "tangent")
+    if formulation not in FORMULATIONS:
+        raise ValueError(f"formulation must be one of {FORMULATIONS}, got {formulation!r}")
     model = Model("bark-ucb")
     model.hideOutput()
     model.setParam("limits/time", float(p["time_limit"]))
     model.setParam("limits/gap", float(p["gap"]))
     model.setParam("randomization/randomseedshift", int(p["seed"]) % 2**31)
+    if formulation == "tangent":
+        ball = VarianceBall()
+        model.includeConshdlr(ball, "variance_ball", "Eq. 10c by tangent planes", sepapriority=10, enfopriority=-10,
+                              chckpriority=-10, sepafreq=1, propfreq=-1, eagerfreq=-1, maxprerounds=0,
+                              delaysepa=False, delayprop=False, needscons=True)
     w, c, z_all = add_forest_structure(model, p)
     S, m, n = p["S"], p["m"], p["n"]
     sig, k_all, u_all = [], [], []
@@ -78,15 +176,28 @@ def build(p):
         k_all.append(k)
         for i in range(n):
             model.addCons(m * k[i] == quicksum(k_terms[i]))
-        L = p["L"][s]
-        u = [model.addVar(lb=None, ub=None, name=f"u{s}_{i}") for i in range(n)]
-        u_all.append(u)
-        for i in range(n):
-            row = L[i, : i + 1]
-            model.addCons(quicksum(float(row[r]) * u[r] for r in range(i + 1) if row[r] != 0.0) == k[i])
         sg = model.addVar(lb=0.0, ub=1.0, name=f"sigma{s}")
         sig.append(sg)
-        model.addCons(sg * sg + quicksum(ui * ui for ui in u) <= 1.0)
+        L = p["L"][s]
+        if formulation == "nonlinear":
+            u = [model.addVar(lb=None, ub=None, name=f"u{s}_{i}") for i in range(n)]
+            u_all.append(u)
+            for i in range(n):
+                row = L[i, : i + 1]
+                model.addCons(quicksum(float(row[r]) * u[r] for r in range(i + 1) if row[r] != 0.0) == k[i])
+            model.addCons(sg * sg + quicksum(ui * ui for ui in u) <= 1.0)
+        else:
+            M = np.linalg.solve(L, np.eye(n)) if n else np.zeros((0, 0))
+            cons = model.createCons(ball, f"ball{s}", initial=True, separate=True, enforce=True, check=True,
+                                    propagate=False)
+            ball.data[cons.name] = (sg, k, M)
+            model.addPyCons(cons)
+            if p.get("x0") is not None:  # the first tangent plane, through the warm start's point
+                u0 = M @ forest_k(p, s, p["x0_leaf"][s])
+                s0 = np.sqrt(max(1.0 - float(u0 @ u0), 0.0))
+                r = np.sqrt(s0 * s0 + float(u0 @ u0))
+                coef = M.T @ (u0 / r)
+                model.addCons(float(s0 / r) * sg + quicksum(float(a) * ki for a, ki in zip(coef, k) if a != 0.0) <= 1.0)
         alpha = p["alpha"][s]
         objective += quicksum(float(-alpha[i]) * k[i] for i in range(n)) + float(np.sqrt(p["beta"])) * sg
     obj_var = model.addVar(lb=None, ub=None, name="acq")  # standardized units: the gap is scale-free
@@ -102,9 +213,11 @@ def build(p):
     # libmetis__FreeGraph under dmumps_; SCIP 10 and 9 alike), aborting or hanging the worker. The convex
     # variance constraints are still enforced through SCIP's LP cuts (the brute-force test ends optimal).
     model.setParam("nlp/disable", True)
+    if formulation == "tangent":  # the handler's cuts name the k variables: keep them out of multi-aggregations
+        model.setParam("presolving/donotmultaggr", True)
     if float(p["time_limit"]) < LONG_SOLVE_SECONDS:
         model.setParam("separating/maxroundsroot", 1)
-    return model, w, c, z_all, (k_all, u_all, sig), obj_var
+    return model, w, c, z_all, (k_all, u_all or None, sig), obj_var
 
 
 def warm_start(model, p, w, c, z_all, kus, obj_var):
@@ -118,25 +231,23 @@ def warm_start(model, p, w, c, z_all, kus, obj_var):
         for q, var in enumerate(cs):
             model.setSolVal(sol, var, float(q == p["x0_cat"][j]))
     k_all, u_all, sig = kus
-    S, m = p["S"], p["m"]
     total = 0.0
-    for s in range(S):
-        kv = np.zeros(p["n"])
-        for t, tree in enumerate(p["trees"][s]):
+    for s in range(p["S"]):
+        for t in range(len(p["trees"][s])):
             leaf = p["x0_leaf"][s][t]
             for l, var in enumerate(z_all[s][t]):
                 model.setSolVal(sol, var, float(l == leaf))
-            kv += np.asarray(tree["point_leaf"]) == leaf
-        kv /= m
+        kv = forest_k(p, s, p["x0_leaf"][s])
         u = np.linalg.solve(p["L"][s], kv) if p["n"] else kv
         sd = np.sqrt(max(1.0 - float(u @ u), 0.0)) * (1 - 1e-9)
         for var, val in zip(k_all[s], kv):
             model.setSolVal(sol, var, float(val))
-        for var, val in zip(u_all[s], u):
-            model.setSolVal(sol, var, float(val))
+        if u_all is not None:
+            for var, val in zip(u_all[s], u):
+                model.setSolVal(sol, var, float(val))
         model.setSolVal(sol, sig[s], sd)
         total += -float(p["alpha"][s] @ kv) + np.sqrt(p["beta"]) * sd
-    model.setSolVal(sol, obj_var, total / S)
+    model.setSolVal(sol, obj_var, total / p["S"])
     return model.addSol(sol, free=True)
 
 
@@ -148,7 +259,7 @@ def solve(p):
     model.optimize()
     out = {"status": model.getStatus(), "build_seconds": t_build, "solve_seconds": model.getSolvingTime(),
            "n_vars": model.getNVars(), "n_conss": model.getNConss(), "n_sols": model.getNSols(),
-           "warm_start_accepted": accepted}
+           "warm_start_accepted": accepted, "n_nodes": model.getNNodes(), "lp_iterations": model.getNLPIterations()}
     to_user = lambda v: -p["y_mean"] + p["y_std"] * v  # noqa: E731
     if model.getNSols() > 0:
         sol = model.getBestSol()

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from optim._scip_worker import FORMULATIONS
 from optim.acquisition import UCB
 from zoo.base import CoordinateMoments, offers
 from zoo.data import bucket_size
@@ -38,6 +39,8 @@ from zoo.heap_trees import FEATURE, MASK, SPLIT, THRESHOLD, compiled_router
 from zoo.space import CATEGORICAL, INTEGER, Space
 
 WORKER = Path(__file__).with_name("_scip_worker.py")
+#: callables given every MIP problem (``build_problem``'s dict) before it is solved: benchmarks record them
+PROBLEM_HOOKS: list = []
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,11 @@ class MIPConfig:
     n_starts: int = 1  # best pool points polished by coordinate ascent before SCIP
     max_sweeps: int = 3  # coordinate-ascent sweeps over the columns (each scores every leaf interval once)
     timeout_margin: float = 30.0  # extra seconds (model building, start-up) before the child is killed
+    formulation: str = "tangent"  # Eq. 10c: "tangent" (our tangent-plane cuts) or "nonlinear" (SCIP's); see the worker
+
+    def __post_init__(self):
+        if self.formulation not in FORMULATIONS:
+            raise ValueError(f"MIPConfig.formulation must be one of {FORMULATIONS}, got {self.formulation!r}")
 
 
 def _leaves_and_splits(tree: np.ndarray):
@@ -138,6 +146,7 @@ def build_problem(acqf, space: Space, config: MIPConfig, x0: np.ndarray, seed: i
             "L": np.asarray(posterior.cholesky)[:, :n, :n], "alpha": np.asarray(posterior.alpha)[:, :n],
             "y_mean": float(data.y_mean), "y_std": float(data.y_std),
             "beta": float(acq.beta_t(acqf.t, space.dim)), "time_limit": config.time_limit, "gap": config.gap,
+            "formulation": config.formulation,
             "x0": np.asarray(x0, dtype=np.float64), "x0_cat": x0_cat, "x0_leaf": x0_leaf, "seed": seed}
 
 
@@ -301,11 +310,14 @@ def optimize_mip(acqf, space: Space, rng: np.random.Generator, config: MIPConfig
     v_start = float(acqf.values(x_start[None])[0])
     t_polish = time.perf_counter() - t0
     problem = build_problem(acqf, space, config, x_start, seed=int(rng.integers(2**31)), problem=description)
+    for hook in PROBLEM_HOOKS:
+        hook(problem)
     result = run_worker(problem, config.time_limit + config.timeout_margin)
     info = {"optimizer": "mip", "status": result["status"], "gap": result.get("gap"),
             "mip_value": result.get("objective"), "pool_value": v_pool, "polished_value": v_start,
             "polish_seconds": t_polish, "warm_start_accepted": result.get("warm_start_accepted"),
             "build_seconds": result.get("build_seconds"), "solve_seconds": result.get("solve_seconds"),
+            "dual_bound": result.get("dual_bound"), "n_nodes": result.get("n_nodes"),
             "fallback": None}
     if "w" not in result:
         info["fallback"] = f"no MIP solution ({result['status']})"

@@ -277,9 +277,13 @@ def test_predictions_equal_the_direct_gp_formulas(small_bark_acqf):
         np.testing.assert_allclose(var[i], np.maximum(v_direct, 1e-12 * d.y_std**2), rtol=0, atol=tol * d.y_std)
 
 
-def test_mip_finds_the_brute_force_optimum_and_reports_the_value_at_its_point(small_bark_acqf):
+@pytest.mark.parametrize("formulation", ["tangent", "nonlinear"])
+def test_mip_finds_the_brute_force_optimum_and_reports_the_value_at_its_point(small_bark_acqf, formulation):
+    """Both ways of writing the variance constraint (Eq. 10c) end optimal at the brute-force maximum: tangent
+    planes that cut off a feasible point, or too few of them (sigma left at 1), would end elsewhere."""
     space, acqf = small_bark_acqf
-    x, value, info = optimize_mip(acqf, space, np.random.default_rng(0), MIPConfig(time_limit=30.0, gap=0.0, n_pool=64))
+    x, value, info = optimize_mip(acqf, space, np.random.default_rng(0),
+                                  MIPConfig(time_limit=30.0, gap=0.0, n_pool=64, formulation=formulation))
     assert info["fallback"] is None and info["status"] == "optimal", info
     assert info["mip_value"] == pytest.approx(value, abs=1e-6)  # MIP objective == acquisition at the point
     assert float(acqf.values(x[None])[0]) == pytest.approx(value, abs=1e-12)
@@ -310,6 +314,25 @@ def test_scip_runs_without_nlp_and_with_default_separation_only_under_a_long_tim
         assert model.getParam("nlp/disable")  # no Ipopt: its METIS ordering corrupted SCIP's heap
     assert rounds[0.0] == rounds[1.0] == 1
     assert rounds[_scip_worker.LONG_SOLVE_SECONDS] != 1  # SCIP's own default (-1: unlimited rounds)
+
+
+def test_problem_hooks_see_the_mip_whose_start_objective_is_the_polished_value(small_bark_acqf):
+    """A benchmark records the MIPs through PROBLEM_HOOKS; the warm start's objective in the MIP (standardized,
+    mapped back to the user's units) is the acquisition value of the polished start."""
+    import optim.mip as mip
+    from optim._scip_worker import start_objective
+    space, acqf = small_bark_acqf
+    seen = []
+    mip.PROBLEM_HOOKS.append(seen.append)
+    try:
+        _, _, info = optimize_mip(acqf, space, np.random.default_rng(0), MIPConfig(n_pool=64, time_limit=0.5))
+    finally:
+        mip.PROBLEM_HOOKS.remove(seen.append)
+    assert len(seen) == 1 and seen[0]["formulation"] == "tangent"
+    p = seen[0]
+    assert -p["y_mean"] + p["y_std"] * start_objective(p) == pytest.approx(info["polished_value"], abs=1e-8)
+    with pytest.raises(ValueError, match="formulation"):
+        MIPConfig(formulation="socp")
 
 
 def test_mip_falls_back_to_the_pool_when_the_solver_fails(small_bark_acqf, monkeypatch):

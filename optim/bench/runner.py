@@ -651,6 +651,58 @@ def cmd_bark_updates(args) -> int:
     return 0
 
 
+def cmd_mip_study(args) -> int:
+    """Issue 21's solver measurement: run BARK BO (default settings) on each problem and seed, record the
+    acquisition MIP it sends to SCIP when it has n observations (each n of --at), then solve each recorded MIP
+    again with every formulation and time limit: SCIP's status, relative gap and whether its point beats the
+    polished warm start (in the MIP's own objective, the integrated UCB of the posterior forests)."""
+    from optim import mip
+    from optim._scip_worker import start_objective
+    from optim.bench.problems import get_problem
+    from optim.loop import BayesOpt
+
+    done = set()
+    if os.path.exists(args.out):
+        with open(args.out) as f:
+            done = {(r["problem"], r["seed"], r["n"], r["formulation"], r["time_limit"]) for r in map(json.loads, f)}
+    for name in args.problems:
+        problem = get_problem(name)
+        for seed in range(args.seeds):
+            wanted = [(n, f, t) for n in args.at for f in args.formulations for t in args.limits
+                      if (name, seed, n, f, t) not in done]
+            if not wanted:
+                continue
+            captured: dict[int, dict] = {}
+            hook = lambda p: captured.setdefault(p["n"], p) if p["n"] in args.at else None  # noqa: E731
+            mip.PROBLEM_HOOKS.append(hook)
+            try:
+                n_init = args.n_init or min(2 * problem.space.dim, 30)
+                opt = BayesOpt(problem.space, "bark", seed=seed, n_init=n_init)
+                while len(opt.history) < max(args.at) + 1 and len(captured) < len(args.at):
+                    config = opt.ask()
+                    opt.tell(config, problem(config))
+            finally:
+                mip.PROBLEM_HOOKS.remove(hook)
+            for n, formulation, limit in wanted:
+                if n not in captured:
+                    continue
+                p = dict(captured[n], formulation=formulation, time_limit=float(limit))
+                start = -p["y_mean"] + p["y_std"] * start_objective(p)
+                t0 = time.perf_counter()
+                result = mip.run_worker(p, limit + 60.0)
+                record = {"problem": name, "seed": seed, "n": n, "formulation": formulation, "time_limit": limit,
+                          "status": result["status"], "gap": result.get("gap"), "objective": result.get("objective"),
+                          "dual_bound": result.get("dual_bound"), "start": start, "n_nodes": result.get("n_nodes"),
+                          "lp_iterations": result.get("lp_iterations"), "seconds": time.perf_counter() - t0,
+                          "forests": p["S"], "trees": p["m"], "date": datetime.date.today().isoformat(),
+                          "versions": _versions()}
+                with open(args.out, "a") as f:
+                    f.write(json.dumps(record) + "\n")
+                print(f"{name} seed {seed} n={n} {formulation} {limit:g} s: {record['status']}, gap {record['gap']}, "
+                      f"objective {record['objective']} (start {start:.4f})", flush=True)
+    return 0
+
+
 def cmd_render(args) -> int:
     ok = report.render(args.document, check=args.check)
     if args.check and not ok:
@@ -817,6 +869,14 @@ def main(argv=None) -> int:
     jc = sub.add_parser("journal-cost", help="seconds per evaluation to journal a run, vs its length")
     jc.add_argument("--sizes", nargs="+", type=integer_at_least(1), default=[10, 100, 1000])
     jc.add_argument("--out", default=None)
+    ms = sub.add_parser("mip-study", help="BARK's acquisition MIP: gap and improvement per formulation and time limit")
+    ms.add_argument("--problems", nargs="+", default=["tree_function", "tree_function_cat", "pest_control"])
+    ms.add_argument("--seeds", type=integer_at_least(1), default=1)
+    ms.add_argument("--at", nargs="+", type=int, default=[30, 40, 50, 60], help="observations at which MIPs are recorded")
+    ms.add_argument("--n-init", type=integer_at_least(2), default=None, help="default: min(2 x dimension, 30)")
+    ms.add_argument("--limits", nargs="+", type=float, default=[1.0, 10.0], help="SCIP time limits (s)")
+    ms.add_argument("--formulations", nargs="+", default=["tangent", "nonlinear"], choices=["tangent", "nonlinear"])
+    ms.add_argument("--out", required=True)
     rd = sub.add_parser("render", help="regenerate the tables of a Markdown document from its results")
     rd.add_argument("document")
     rd.add_argument("--check", action="store_true", help="exit 1 if the document is out of date")
@@ -829,7 +889,8 @@ def main(argv=None) -> int:
             p.error(f"no such results file: {', '.join(missing)}")
     commands = {"run": cmd_run, "table": cmd_table, "timing": cmd_timing, "compiles": cmd_compiles, "paths": cmd_paths, "scaling": cmd_scaling,
                 "regression": cmd_regression, "regression-data": cmd_regression_data, "render": cmd_render, "bark-updates": cmd_bark_updates,
-                "calibrate": cmd_calibrate, "parallel": cmd_parallel, "journal-cost": cmd_journal_cost}
+                "calibrate": cmd_calibrate, "parallel": cmd_parallel, "journal-cost": cmd_journal_cost,
+                "mip-study": cmd_mip_study}
     try:
         return commands[args.command](args)
     except report.ResultsFileError as exc:
