@@ -136,14 +136,18 @@ def forest_k(p, s: int, leaves) -> np.ndarray:
     return kv / p["m"]
 
 
+def start_point(p, s: int):
+    """Forest s at the warm start: its kernel vector k, u = L^-1 k and standard deviation sqrt(1 - ||u||^2)."""
+    kv = forest_k(p, s, p["x0_leaf"][s])
+    u = np.linalg.solve(p["L"][s], kv) if p["n"] else kv
+    return kv, u, np.sqrt(max(1.0 - float(u @ u), 0.0))
+
+
 def start_objective(p) -> float:
     """The objective (standardized units) at the warm start: what SCIP must beat to improve on it."""
-    total = 0.0
-    for s in range(p["S"]):
-        kv = forest_k(p, s, p["x0_leaf"][s])
-        u = np.linalg.solve(p["L"][s], kv) if p["n"] else kv
-        total += -float(p["alpha"][s] @ kv) + np.sqrt(p["beta"]) * np.sqrt(max(1.0 - float(u @ u), 0.0))
-    return total / p["S"]
+    values = [-float(p["alpha"][s] @ kv) + np.sqrt(p["beta"]) * sd for s in range(p["S"])
+              for kv, _, sd in [start_point(p, s)]]
+    return float(np.mean(values))
 
 
 def build(p):
@@ -237,14 +241,13 @@ def warm_start(model, p, w, c, z_all, kus, obj_var):
             leaf = p["x0_leaf"][s][t]
             for l, var in enumerate(z_all[s][t]):
                 model.setSolVal(sol, var, float(l == leaf))
-        kv = forest_k(p, s, p["x0_leaf"][s])
-        u = np.linalg.solve(p["L"][s], kv) if p["n"] else kv
-        sd = np.sqrt(max(1.0 - float(u @ u), 0.0)) * (1 - 1e-9)
+        kv, u, sd = start_point(p, s)
         for var, val in zip(k_all[s], kv):
             model.setSolVal(sol, var, float(val))
         if u_all is not None:
             for var, val in zip(u_all[s], u):
                 model.setSolVal(sol, var, float(val))
+        sd *= 1 - 1e-9  # strictly inside the variance ball
         model.setSolVal(sol, sig[s], sd)
         total += -float(p["alpha"][s] @ kv) + np.sqrt(p["beta"]) * sd
     model.setSolVal(sol, obj_var, total / p["S"])

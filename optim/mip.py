@@ -11,7 +11,9 @@ Measured on TreeFunction: with the pool point alone, SCIP never improved on its
 warm start within 3 s (0 of 250 iterations; its root LP alone takes 1.7-12 s at n = 22-71), while the
 polishing raises the acquisition a lot; see BENCHMARKS.md. If the solve fails, times out without an
 incumbent, or its point scores worse than the polished start, the start is returned and the reason
-is recorded.
+is recorded. SCIP's gap and dual bound are in the info: with ``time_limit`` of about 10 s they bound how far
+the returned point can be from the acquisition's maximum (BENCHMARKS.md, "The acquisition MIP's variance
+constraints"); at the default 1 s SCIP's first LP does not finish beyond n of about 30.
 
 The returned point lies inside the winning leaf box (the centre of its interval for reals, the grid
 value nearest the centre for integers, the chosen category), and the returned value is the

@@ -584,7 +584,7 @@ def render_block(args: str, base_dir: str) -> str:
     `wilcoxon FILES --reference M --at B`,
     `periter FILES --at N..`, `regression FILE [--reference M]`, `regression-data FILE [--reference M]`, `timing FILE`, `compiles FILE`, `paths FILE`, `scaling FILE`, `f1 FILES --at B..`, `calibration FILE`, `parallel FILE [--at B]`, `journal FILE`,
     `match FILES --reference M --at B..`, `pathfinding FILES`, `cost FILES --reference M`,
-    `family FILES --reference M --at B..`;
+    `family FILES --reference M --at B..`, `mipstudy FILES`;
     FILES is a comma-separated list of results files."""
     argv = shlex.split(args)
     kind, paths = argv[0], [os.path.join(base_dir, p) for p in argv[1].split(",")]
@@ -597,7 +597,7 @@ def render_block(args: str, base_dir: str) -> str:
         else:
             opts[key].append(a)
     data = ([r for p in paths for r in load_records(p)] if kind in ("regret", "best", "hits", "wilcoxon", "periter", "mip", "f1",
-                                                                   "match", "pathfinding", "cost", "family")
+                                                                   "match", "pathfinding", "cost", "family", "mipstudy")
             else load_records(paths[0]))
     if "problems" in opts and kind not in ("regression", "regression-data"):
         data = [r for r in data if r.get("problem") in opts["problems"]]
@@ -605,6 +605,8 @@ def render_block(args: str, base_dir: str) -> str:
         raise FileNotFoundError(f"no results in {argv[1]}")
     if kind == "mip":
         return mip_table(data)
+    if kind == "mipstudy":
+        return mip_study_table(data)
     if kind == "regret":
         return regret_table(data, [int(b) for b in opts.get("at", ["20", "50"])])
     if kind == "best":
@@ -689,6 +691,47 @@ def mip_table(records) -> str:
         gap = f"{np.median(gaps):.3f} [{np.quantile(gaps, 0.75):.3f}]" if len(gaps) else "-"
         lines.append(f"| {problem} | {len(items)} | " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items()))
                      + f" | {gap} | {polish} | {scip}/{len(items)} | {fell} | {np.median(acq):.2f} [{acq.max():.2f}] |")
+    return "\n".join(lines)
+
+
+def mip_study_table(records) -> str:
+    """Per problem, n and formulation (``mip-study`` records): per time limit, SCIP's relative gap at the end
+    (status) and whether its point beat the polished warm start in the MIP's objective; seeds pooled."""
+    limits = sorted({r["time_limit"] for r in records})
+    head = ["problem", "n", "formulation", "runs"] + [f"{t:g} s: gap (status)" for t in limits] + \
+        [f"{t:g} s: beat the start" for t in limits]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    cells: dict = {}
+    for r in records:
+        cells.setdefault((r["problem"], r["n"], r["formulation"]), {}).setdefault(r["time_limit"], []).append(r)
+
+    def gap(rs):
+        return ", ".join(f"{r['gap']:.3f} ({r['status']})" if r.get("gap") is not None and r["gap"] < 1e19
+                         else f"none ({r['status']})" for r in rs)
+
+    def beat(rs):
+        won = sum(r.get("objective") is not None and r["objective"] > r["start"] + 1e-9 * max(1.0, abs(r["start"]))
+                  for r in rs)
+        return f"{won}/{len(rs)}"
+    for (problem, n, formulation), by_limit in sorted(cells.items()):
+        runs = max(len(v) for v in by_limit.values())
+        lines.append(f"| {problem} | {n} | {formulation} | {runs} | "
+                     + " | ".join(gap(by_limit.get(t, [])) or "-" for t in limits) + " | "
+                     + " | ".join(beat(by_limit[t]) if t in by_limit else "-" for t in limits) + " |")
+    summary = {}
+    for r in records:
+        key = (r["formulation"], r["time_limit"])
+        closed = r.get("gap") is not None and r["gap"] <= 0.10
+        won = r.get("objective") is not None and r["objective"] > r["start"] + 1e-9 * max(1.0, abs(r["start"]))
+        a = summary.setdefault(key, [0, 0, 0])
+        a[0] += 1
+        a[1] += closed
+        a[2] += closed or won
+    lines.append("")
+    lines.append("| formulation | time limit | MIPs | gap closed to 10% | closed or beat the start |")
+    lines.append("|---|---|---|---|---|")
+    for (formulation, t), (total, closed, either) in sorted(summary.items()):
+        lines.append(f"| {formulation} | {t:g} s | {total} | {closed}/{total} | {either}/{total} |")
     return "\n".join(lines)
 
 
