@@ -39,8 +39,10 @@ from pyscipopt import SCIP_RESULT, Conshdlr
 #: reached the 10% gap on 2 against 1. Under the default 1 s the single round lets the root LP finish.
 LONG_SOLVE_SECONDS = 5.0
 FORMULATIONS = ("tangent", "nonlinear")
-#: a point counts as inside the variance ball when sigma^2 + ||M k||^2 <= 1 + BALL_TOL
-BALL_TOL = 1e-6
+#: a point counts as inside the variance ball when ||(sigma, M k)|| <= 1 + BALL_TOL. That excess is also the
+#: violation of the tangent plane at the point, so every plane added cuts it off by more than SCIP's
+#: feasibility tolerance (1e-6) and the LP must move: no enforcement round repeats a point.
+BALL_TOL = 2e-6
 
 
 class VarianceBall(Conshdlr):
@@ -52,19 +54,20 @@ class VarianceBall(Conshdlr):
         self.n_cuts = 0
 
     def _excess(self, cons, sol):
+        """||(sigma, M k)|| - 1 at `sol` (None: the current LP solution), with sigma and M k."""
         sigma, ks, M = self.data[cons.name]
         s = self.model.getSolVal(sol, sigma)
         u = M @ np.array([self.model.getSolVal(sol, v) for v in ks])
-        return s * s + u @ u - 1.0, s, u
+        return float(np.sqrt(s * s + u @ u)) - 1.0, s, u
 
     def _separate(self, constraints) -> bool:
         found = False
         for cons in constraints:
-            excess, s, u = self._excess(cons, None)  # None: the current LP solution
+            excess, s, u = self._excess(cons, None)
             if excess <= BALL_TOL:
                 continue
             sigma, ks, M = self.data[cons.name]
-            r = np.sqrt(s * s + u @ u)
+            r = 1.0 + excess
             coef = M.T @ (u / r)
             row = self.model.createEmptyRowUnspec(name=f"{cons.name}_cut{self.n_cuts}", rhs=1.0)
             self.model.cacheRowExtensions(row)
