@@ -27,6 +27,7 @@ from multiprocessing import get_context
 
 import numpy as np
 
+from optim._scip_worker import FORMULATIONS
 from optim.batch import BATCH_STRATEGIES
 from optim.bench import report
 from optim.transforms import OUTPUT_TRANSFORMS
@@ -875,7 +876,7 @@ def main(argv=None) -> int:
     ms.add_argument("--at", nargs="+", type=int, default=[30, 40, 50, 60], help="observations at which MIPs are recorded")
     ms.add_argument("--n-init", type=integer_at_least(2), default=None, help="default: min(2 x dimension, 30)")
     ms.add_argument("--limits", nargs="+", type=float, default=[1.0, 10.0], help="SCIP time limits (s)")
-    ms.add_argument("--formulations", nargs="+", default=["tangent", "nonlinear"], choices=["tangent", "nonlinear"])
+    ms.add_argument("--formulations", nargs="+", default=["tangent", "nonlinear"], choices=FORMULATIONS)
     ms.add_argument("--out", required=True)
     rd = sub.add_parser("render", help="regenerate the tables of a Markdown document from its results")
     rd.add_argument("document")
