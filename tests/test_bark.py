@@ -190,6 +190,8 @@ def test_lowrank_update_agrees_with_a_fresh_cholesky(prior_forests):
     assert checked >= 25
 
 
+@pytest.mark.slow  # suite time (two compiled sweeps); the default route's updates are checked against a fresh
+# factorization per proposal, the cholesky route's computation, by the test above in the default run
 def test_both_likelihood_routes_give_the_same_chain():
     X = MIXED.encode(MIXED.sample(20, seed=1))
     y = np.cos(4 * X[:, 0])

@@ -123,8 +123,10 @@ def reduced_case(name):
 # in the slow run only (suite time); each keeps default checks of its own: independent and jenatton (Jenatton
 # without and with shared weights) their exact density and the jenatton sampler's prior reproduction in
 # test_jenatton.py; addtree its prior reproduction in test_prior_reproduction.py, with addtree_shared calibrated
-# here on the same sampler; additive its graph moves against a tilted forest prior in test_additive.py
-SLOW_CALIBRATIONS = {"independent", "jenatton", "addtree", "additive"}
+# here on the same sampler; additive its graph moves against a tilted forest prior in test_additive.py;
+# treed_bayes (20 s, the largest) its partition moves' exact density change and the partition prior's
+# reproduction in test_treed.py
+SLOW_CALIBRATIONS = {"independent", "jenatton", "addtree", "additive", "treed_bayes"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_CALIBRATIONS else n

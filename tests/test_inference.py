@@ -9,7 +9,7 @@ import pytest
 
 import inference
 from inference.moves import flip_one_bit
-from tests.conftest import gp_prior_draw, within_mc_error
+from tests.conftest import fast_sample, gp_prior_draw, within_mc_error
 from zoo import GP
 
 SETTINGS = dict(num_warmup=300, num_samples=600, num_chains=4)
@@ -134,8 +134,8 @@ def test_bad_sampler_arguments(flat2):
         inference.sample(gp, np.zeros((3, 2)), np.zeros(3), key=0, moves={"trees": flip_one_bit})
 
 
-# the cold batched run in the slow run only (suite time: a compilation of its own); BARK's moves-only chains run
-# batched, cold and warm, in the default run
+# the cold runs in the slow run only (suite time: a compilation each); the warm runs start from the suite's shared
+# cold run; BARK's moves-only chains run batched, cold and warm, in the default run
 @pytest.mark.parametrize("cold_too", [pytest.param(True, marks=pytest.mark.slow), False])
 def test_sequential_and_batched_chains_are_the_same_chains(flat2, cold_too):
     """NUTS chains run in sequence on up to SEQUENTIAL_MAX_ROWS padded rows and batched (vmap) above. With the
@@ -145,15 +145,15 @@ def test_sequential_and_batched_chains_are_the_same_chains(flat2, cold_too):
     from inference.sampler import SEQUENTIAL_MAX_ROWS
 
     rng = np.random.default_rng(11)
-    X = rng.random((10, 2))
+    X = rng.random((8, 2))
     y = np.sin(6 * X[:, 0]) + X[:, 1]
     kw = dict(num_samples=4, num_chains=2, thinning=1, max_tree_depth=3)
     seq, bat = SEQUENTIAL_MAX_ROWS, SEQUENTIAL_MAX_ROWS + 1  # either side of the switch
-    seq_cold = inference.sample(GP(flat2), X, y, 3, num_warmup=6, size=seq, **kw)
-    pairs = [tuple(inference.sample(GP(flat2), X, y, 4, num_warmup=3, size=size, init=seq_cold, **kw)
+    start = fast_sample(GP(flat2), X, y, key=3)  # the warm start: the suite's compiled cold run on 8 rows
+    pairs = [tuple(inference.sample(GP(flat2), X, y, 4, num_warmup=3, size=size, init=start, **kw)
                    for size in (seq, bat))]
     if cold_too:
-        pairs.append((seq_cold, inference.sample(GP(flat2), X, y, 3, num_warmup=6, size=bat, **kw)))
+        pairs.append(tuple(inference.sample(GP(flat2), X, y, 3, num_warmup=6, size=size, **kw) for size in (seq, bat)))
     for a, b in pairs:
         assert not np.allclose(a.samples["outputscale"][0], a.samples["outputscale"][1])  # two chains
         for site in ("lengthscale", "outputscale", "noise", "mean"):

@@ -34,9 +34,11 @@ def _problem(name):
 
 
 # ---------------------------------------------------------------------- batches and pending points
-# addtree in the slow run only (suite time, 11 s): addtree_shared, the same model with shared weights, runs the
-# same acquisition search with the same pending-point fantasies on the same space in the default run
-ASK_N_SLOW = HEAVY | {"addtree"}
+# addtree and addtree_shared in the slow run only (suite time, 11 s and 6 s: each compiles its model's
+# predictions on the data with the fantasies added): the pending points enter every model the same way (the
+# same draws conditioned on the fantasies, optim.batch.with_pending), which gp, jenatton and additive check in
+# the default run; the path-wise search then run is the BO step of the addtree trace runs
+ASK_N_SLOW = HEAVY | {"addtree", "addtree_shared"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in ASK_N_SLOW else n

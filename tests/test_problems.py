@@ -87,6 +87,24 @@ def test_mlp_tuning_space_and_objective():
     assert get_problem("mlp_breast_cancer")(dict(config, preprocessing="none", learning_rate=1e-5)) > error
 
 
+def test_svr_objective_rewards_choosing_the_real_features():
+    """SVRBench's space on diabetes: 3 log-scale reals and 50 flags. The 10 real features predict better than 3
+    of them and than the constant predictor, whose RMSE is what choosing no feature gives."""
+    pytest.importorskip("sklearn")
+    from optim.bench.problems.ml import SVR_FEATURES, _svr_split
+
+    p = get_problem("svr_diabetes")
+    assert p.space.dim == 3 + SVR_FEATURES and p.optimum is None
+
+    def first(k):
+        return p({"epsilon": 0.1, "C": 1.0, "gamma": 0.1, **{f"h{i}": int(i < k) for i in range(SVR_FEATURES)}})
+
+    y_val = _svr_split()[3]
+    assert first(0) == pytest.approx(np.sqrt(np.mean(y_val**2)))
+    assert first(10) < first(3) < first(0) and first(10) < 0.8 * first(0)
+    assert first(10) == first(10)  # deterministic
+
+
 def test_compression_objective_trades_size_for_accuracy():
     pytest.importorskip("sklearn")
     from optim.bench.problems.ml import compression_objective

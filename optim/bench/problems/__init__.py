@@ -9,7 +9,7 @@ from optim.bench.problems.base import Problem
 from optim.bench.problems.conditional_family import FAMILY_SIZE, HELD_OUT, conditional_family
 from optim.bench.problems.jenatton import jenatton_large, jenatton_small
 from optim.bench.problems.mixed import discrete_ackley, discrete_rosenbrock, pest_control, tree_function
-from optim.bench.problems.ml import compression, mlp_tuning
+from optim.bench.problems.ml import compression, mlp_tuning, svr_diabetes
 from optim.bench.problems.nonstationary import bowl_basin4, gramacy_lee1d, gramacy_lee2d, rkhs1d
 from optim.bench.problems.synthetic import exp2d, hartmann6, styblinski_tang
 
@@ -27,6 +27,7 @@ PROBLEMS = {
     "mlp_breast_cancer": partial(mlp_tuning, dataset="breast_cancer"),
     "mlp_digits": partial(mlp_tuning, dataset="digits"),
     "compression": compression,
+    "svr_diabetes": svr_diabetes,
     # mixed spaces (003)
     "tree_function": tree_function,
     "tree_function_cat": partial(tree_function, categorical=True),
@@ -95,6 +96,6 @@ class ProblemByName:
 
 __all__ = ["Problem", "PROBLEMS", "get_problem", "ProblemByName", "jenatton_small", "jenatton_large", "exp2d",
            "hartmann6", "styblinski_tang",
-           "mlp_tuning", "compression", "tree_function", "discrete_ackley", "discrete_rosenbrock", "pest_control",
+           "mlp_tuning", "compression", "svr_diabetes", "tree_function", "discrete_ackley", "discrete_rosenbrock", "pest_control",
            "additive_gp", "hartmann6_permuted", "rkhs1d", "gramacy_lee1d", "gramacy_lee2d", "bowl_basin4",
            "conditional_family", "FAMILY_SIZE", "HELD_OUT"]

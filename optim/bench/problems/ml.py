@@ -5,8 +5,11 @@
 - `compression` (000 Section 5.2, scaled down): compress the first two layers of a small fully
   connected network trained on scikit-learn's digits, each by SVD (rank) or weight pruning
   (threshold); the objective is gamma * output MSE + compression ratio (000 Eq. 11).
+- `svr_diabetes` (003 Section 7 and Table 6, SVRBench's space on a bundled dataset): tune an RBF
+  support-vector regressor's epsilon, C and gamma and choose which of 50 features it sees; the
+  objective is the validation RMSE.
 
-Both are deterministic: data splits, network initializations and training use fixed seeds.
+All are deterministic: data splits, network initializations and training use fixed seeds.
 """
 
 from __future__ import annotations
@@ -192,3 +195,58 @@ def compression_objective(config: dict, gamma: float = GAMMA) -> float:
 def compression(noise_std: float = 0.0, seed: int = 0) -> Problem:
     """Model compression of a 64-128-128-10 digits network (000 Section 5.2, scaled down)."""
     return Problem("compression", compression_space(), compression_objective, None, noise_std, seed)
+
+
+# ----------------------------------------------------------------------------- SVR with feature selection
+SVR_FEATURES = 50  # SVRBench's 50 feature-inclusion flags (003 Table 6)
+SVR_NOISE_SEED = 0
+
+
+@functools.lru_cache(maxsize=1)
+def _svr_split():
+    """scikit-learn's diabetes data (442 rows, 10 features) with 40 columns of fixed N(0, 1) noise after them,
+    so that 50 features can be chosen and most should be left out; inputs and target standardized on the
+    training part of a fixed 70/30 split."""
+    _sklearn()
+    from sklearn import datasets
+    from sklearn.model_selection import train_test_split
+
+    X, y = datasets.load_diabetes(return_X_y=True)
+    noise = np.random.default_rng(SVR_NOISE_SEED).standard_normal((len(X), SVR_FEATURES - X.shape[1]))
+    X = np.hstack([X, noise])
+    X_train, X_val, y_train, y_val = train_test_split(X, y.astype(np.float64), test_size=0.3, random_state=0)
+    mu, sd = X_train.mean(0), X_train.std(0)
+    y_mu, y_sd = y_train.mean(), y_train.std()
+    return (X_train - mu) / sd, (X_val - mu) / sd, (y_train - y_mu) / y_sd, (y_val - y_mu) / y_sd
+
+
+def svr_space() -> Space:
+    """SVRBench's space (003 Table 6): log10 epsilon in [-2, 0], log10 C in [-2, 2], log10 gamma in [-1, 1]
+    (as log-scale reals; gamma per chosen feature, see `svr_validation_rmse`) and 50 include/exclude flags,
+    here integers in {0, 1} (for two levels an ordered and an unordered choice are the same choice)."""
+    return Space([Real("epsilon", 1e-2, 1.0, log=True), Real("C", 1e-2, 1e2, log=True),
+                  Real("gamma", 1e-1, 1e1, log=True)]
+                 + [Integer(f"h{i}", 0, 1) for i in range(SVR_FEATURES)])
+
+
+def svr_validation_rmse(config: dict) -> float:
+    """Validation RMSE (in standard deviations of the target) of scikit-learn's RBF SVR on the k chosen
+    features, with kernel exp(-gamma ||x - x'||^2 / k); with none chosen, the RMSE of predicting the training
+    mean."""
+    _sklearn()
+    from sklearn.svm import SVR
+
+    X_train, X_val, y_train, y_val = _svr_split()
+    chosen = np.array([config[f"h{i}"] == 1 for i in range(SVR_FEATURES)])
+    if not chosen.any():
+        return float(np.sqrt(np.mean(y_val**2)))
+    # gamma per chosen feature (sklearn's "scale" on standardized inputs is 1 / k): one gamma range suits every k
+    model = SVR(kernel="rbf", C=config["C"], epsilon=config["epsilon"], gamma=config["gamma"] / chosen.sum())
+    model.fit(X_train[:, chosen], y_train)
+    return float(np.sqrt(np.mean((model.predict(X_val[:, chosen]) - y_val) ** 2)))
+
+
+def svr_diabetes(noise_std: float = 0.0, seed: int = 0) -> Problem:
+    """SVR tuning with feature selection on diabetes plus 40 noise features (003's SVRBench space, 53-D
+    mixed); optimum unknown, so tables show best values."""
+    return Problem("svr_diabetes", svr_space(), svr_validation_rmse, None, noise_std, seed)
