@@ -205,8 +205,8 @@ SVR_NOISE_SEED = 0
 @functools.lru_cache(maxsize=1)
 def _svr_split():
     """scikit-learn's diabetes data (442 rows, 10 features) with 40 columns of fixed N(0, 1) noise after them,
-    so that 50 features can be chosen and most should be left out; inputs and target standardized on the
-    training part of a fixed 70/30 split."""
+    so that 50 features can be chosen, 40 of them carrying no information; inputs and target standardized on
+    the training part of a fixed 70/30 split."""
     _sklearn()
     from sklearn import datasets
     from sklearn.model_selection import train_test_split
