@@ -148,9 +148,11 @@ def start_point(p, s: int):
 
 def start_objective(p) -> float:
     """The objective (standardized units) at the warm start: what SCIP must beat to improve on it."""
-    values = [-float(p["alpha"][s] @ kv) + np.sqrt(p["beta"]) * sd for s in range(p["S"])
-              for kv, _, sd in [start_point(p, s)]]
-    return float(np.mean(values))
+    total = 0.0
+    for s in range(p["S"]):
+        kv, _, sd = start_point(p, s)
+        total += -float(p["alpha"][s] @ kv) + np.sqrt(p["beta"]) * sd
+    return total / p["S"]
 
 
 def build(p):

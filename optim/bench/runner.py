@@ -27,7 +27,7 @@ from multiprocessing import get_context
 
 import numpy as np
 
-from optim._scip_worker import FORMULATIONS
+from optim.mip import FORMULATIONS
 from optim.batch import BATCH_STRATEGIES
 from optim.bench import report
 from optim.transforms import OUTPUT_TRANSFORMS
