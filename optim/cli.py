@@ -121,7 +121,8 @@ def main(argv=None) -> int:
     if args.command == "problems":
         for name in sorted(PROBLEMS):
             prob = get_problem(name)
-            print(f"{name:28s} dim={prob.space.dim:3d} paths={len(prob.space.paths):2d} optimum={prob.optimum}")
+            optimum = prob.optimum if prob.optimum_computed else "exact, computed when a run needs it"
+            print(f"{name:28s} dim={prob.space.dim:3d} paths={len(prob.space.paths):2d} optimum={optimum}")
         return 0
     if args.command == "surrogates":
         print("\n".join(available()))

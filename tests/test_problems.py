@@ -175,6 +175,18 @@ def test_mixed_problems_of_the_bark_paper():
     assert pest_control_value([0] * 25) > pest_control_value([4] * 25) - 100  # finite, comparable costs
 
 
+def test_an_optimum_given_as_a_function_is_computed_once_on_first_read():
+    from optim.bench.problems.base import Problem
+    from zoo import Real, Space
+
+    calls = []
+    p = Problem("q", Space([Real("x", 0.0, 1.0)]), lambda c: c["x"], lambda: calls.append(1) or -2.0)
+    assert not calls and not p.optimum_computed  # building the problem (or listing it) does not pay for it
+    assert p.regret(1.0) == 3.0 and p.optimum == -2.0 and p.optimum_computed
+    assert calls == [1]
+    assert Problem("r", p.space, p.fn).optimum is None and Problem("s", p.space, p.fn, 0.5).optimum_computed
+
+
 @pytest.mark.parametrize("name", ["tree_function", "tree_function_cat"])
 def test_tree_function_optimum_is_a_lower_bound(name):
     from optim.bench.problems import get_problem

@@ -18,12 +18,16 @@ from zoo.space import Categorical, Integer, Real, Space
 # --------------------------------------------------------------------------- TreeFunction
 
 
-@functools.lru_cache(maxsize=8)
-def _tree_function_parts(categorical: bool, function_seed: int, num_trees: int = 50):
+def _tree_function_space(categorical: bool) -> Space:
     params = [Real(f"x{i}", 0.0, 1.0) for i in range(10)]
     if categorical:
         params += [Categorical(f"c{i}", tuple(range(5))) for i in range(10)]
-    space = Space(params)
+    return Space(params)
+
+
+@functools.lru_cache(maxsize=8)
+def _tree_function_parts(categorical: bool, function_seed: int, num_trees: int = 50):
+    space = _tree_function_space(categorical)
     spec = TreeSpec.from_space(space, max_depth=6, alpha=0.95, beta=2.0)
     forest = np.asarray(BARTPrior(spec, num_trees).sample(jax.random.PRNGKey(function_seed)))
     values = np.random.default_rng(function_seed).standard_normal(forest.shape[:2])
@@ -34,15 +38,15 @@ def tree_function(categorical: bool = False, noise_std: float = 0.0, seed: int =
     """TreeFunction (003): a sum of 50 trees from the BART prior (alpha 0.95, beta 2) with N(0, 1) leaf
     values on [0, 1]^10 (plus 10 five-way categoricals in the `categorical` variant), fixed by
     `function_seed`. The optimum is computed exactly by a MILP over the trees' leaf boxes."""
-    space, spec, forest, values = _tree_function_parts(bool(categorical), int(function_seed))
-    router = compiled_router(spec)
-    trees = np.arange(len(forest))
+    space = _tree_function_space(bool(categorical))
+    parts = functools.partial(_tree_function_parts, bool(categorical), int(function_seed))
 
-    def f(config):
-        leaves = np.asarray(router(forest, space.encode([config])))[:, 0]
-        return float(np.sum(values[trees, leaves]))
+    def f(config):  # the forest is drawn (and the router compiled) at the first evaluation, not at listing
+        _, spec, forest, values = parts()
+        leaves = np.asarray(compiled_router(spec)(forest, space.encode([config])))[:, 0]
+        return float(np.sum(values[np.arange(len(forest)), leaves]))
 
-    optimum = _cached_minimum(bool(categorical), int(function_seed))
+    optimum = functools.partial(_cached_minimum, bool(categorical), int(function_seed))  # computed on first read
     name = "tree_function_cat" if categorical else "tree_function"
     return Problem(name, space, f, optimum, noise_std, seed)
 
@@ -109,7 +113,7 @@ def discrete_rosenbrock(noise_std: float = 0.0, seed: int = 0) -> Problem:
 
     def f(c):
         return rosenbrock(np.array([5.0 * c[f"i{k}"] for k in range(6)] + [c[f"r{k}"] for k in range(4)]))
-    return Problem("discrete_rosenbrock", space, f, discrete_rosenbrock_minimum(), noise_std, seed)
+    return Problem("discrete_rosenbrock", space, f, discrete_rosenbrock_minimum, noise_std, seed)
 
 
 # --------------------------------------------------------------------------- PestControl
