@@ -37,6 +37,22 @@ def test_peers_start_from_the_same_initial_design_on_a_conditional_space(tmp_pat
         space.validate(c)
 
 
+def test_saas_peer_runs_on_a_flat_space_and_refuses_a_conditional_one(tmp_path, monkeypatch):
+    from optim.bench.peers.botorch_saas import BoTorchSAAS
+
+    if PEERS["botorch_saas"].missing():
+        pytest.skip("botorch not installed")
+    monkeypatch.setitem(PEERS, "botorch_saas", BoTorchSAAS(warmup=16, num_samples=8, thinning=4, raw_samples=32,
+                                                           num_restarts=2))
+    _, records = _run(tmp_path, ["random", "botorch_saas"], seeds=1, budget=6, n_init=4)
+    by = {r["method"]: r for r in records}
+    assert by["botorch_saas"]["status"] == "ok", by["botorch_saas"].get("error")
+    assert by["botorch_saas"]["sources"] == ["init"] * 4 + ["peer"] * 2
+    assert by["botorch_saas"]["configs"][:4] == by["random"]["configs"][:4]
+    _, records = _run(tmp_path, ["botorch_saas"], problems=("jenatton_small",), seeds=1, name="c.jsonl")
+    assert records[0]["status"] == "crashed" and "flat spaces of Real and Integer" in records[0]["error"]
+
+
 def test_resume_skips_finished_cells(tmp_path, capsys):
     out, records = _run(tmp_path, ["random"])
     assert len(records) == 2

@@ -6,10 +6,12 @@ Each adapter imports its package only when it runs; one whose package is missing
 
 from optim.bench.peers.base import Peer
 from optim.bench.peers.botorch_gp import BoTorchGP
+from optim.bench.peers.botorch_saas import BoTorchSAAS
 from optim.bench.peers.hyperopt_tpe import HyperoptTPE
 from optim.bench.peers.optuna_tpe import OptunaTPE
 from optim.bench.peers.smac_rf import SMACRandomForest
 
-PEERS: dict[str, Peer] = {p.name: p for p in (OptunaTPE(), HyperoptTPE(), SMACRandomForest(), BoTorchGP())}
+PEERS: dict[str, Peer] = {p.name: p for p in (OptunaTPE(), HyperoptTPE(), SMACRandomForest(), BoTorchGP(),
+                                           BoTorchSAAS())}
 
 __all__ = ["PEERS", "Peer"]

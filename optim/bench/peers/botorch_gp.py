@@ -38,15 +38,29 @@ class BoTorchGP(Peer):
                 out.append({**fixed, **{j: float(v) for j, v in zip(free_cats, combo)}})
         return out
 
-    def run(self, problem, budget, seed, initial):
-        import torch
+    def check_space(self, space) -> None:
+        """Raise ValueError for a space this peer cannot take (this one takes every space)."""
+
+    def acquisition(self, train_x, train_y, cat: np.ndarray):
+        """The fitted model's log-EI on the data (y negated: BoTorch maximizes)."""
         from botorch.acquisition.analytic import LogExpectedImprovement
         from botorch.fit import fit_gpytorch_mll
         from botorch.models import MixedSingleTaskGP, SingleTaskGP
         from botorch.models.transforms.outcome import Standardize
-        from botorch.optim import optimize_acqf, optimize_acqf_mixed
         from gpytorch.mlls import ExactMarginalLogLikelihood
 
+        if len(cat):
+            model = MixedSingleTaskGP(train_x, train_y, cat_dims=list(cat), outcome_transform=Standardize(1))
+        else:
+            model = SingleTaskGP(train_x, train_y, outcome_transform=Standardize(1))
+        fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+        return LogExpectedImprovement(model, best_f=train_y.max())
+
+    def run(self, problem, budget, seed, initial):
+        import torch
+        from botorch.optim import optimize_acqf, optimize_acqf_mixed
+
+        self.check_space(problem.space)
         torch.manual_seed(seed)
         space = problem.space
         cat = np.flatnonzero(space.kinds == CATEGORICAL)
@@ -61,12 +75,7 @@ class BoTorchGP(Peer):
             else:
                 train_x = torch.tensor(np.array(X), dtype=torch.float64)
                 train_y = -torch.tensor(np.array(Y), dtype=torch.float64)[:, None]  # BoTorch maximizes
-                if len(cat):
-                    model = MixedSingleTaskGP(train_x, train_y, cat_dims=list(cat), outcome_transform=Standardize(1))
-                else:
-                    model = SingleTaskGP(train_x, train_y, outcome_transform=Standardize(1))
-                fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
-                acq = LogExpectedImprovement(model, best_f=train_y.max())
+                acq = self.acquisition(train_x, train_y, cat)
                 if fixed is None:
                     x, _ = optimize_acqf(acq, bounds, q=1, num_restarts=self.num_restarts, raw_samples=self.raw_samples)
                 else:
