@@ -56,10 +56,25 @@ class MIPConfig:
     max_sweeps: int = 3  # coordinate-ascent sweeps over the columns (each scores every leaf interval once)
     timeout_margin: float = 30.0  # extra seconds (model building, start-up) before the child is killed
     formulation: str = "tangent"  # Eq. 10c: "tangent" (our tangent-plane cuts) or "nonlinear" (SCIP's); see the worker
+    #: posterior forests written into the MIP (None: all): that many draws evenly spaced over the chains. SCIP then
+    #: maximizes the integrated UCB of those forests only, a smaller MIP; its point is re-scored under the full
+    #: integrated acquisition and kept only if it beats the polished start there. The gap and dual bound SCIP
+    #: reports are the subset's
+    forests: int | None = None
 
     def __post_init__(self):
         if self.formulation not in FORMULATIONS:
             raise ValueError(f"MIPConfig.formulation must be one of {FORMULATIONS}, got {self.formulation!r}")
+        if self.forests is not None and not (isinstance(self.forests, (int, np.integer)) and self.forests >= 1):
+            raise ValueError(f"MIPConfig.forests must be a positive integer or None (all), got {self.forests!r}")
+
+
+def mip_forest_indices(n_forests: int, wanted: int | None) -> np.ndarray:
+    """Which of `n_forests` posterior draws (chain-major) go into the MIP: `wanted` of them evenly spaced, so
+    that every chain is represented when `wanted` is at least the number of chains; all when None."""
+    if wanted is None or wanted >= n_forests:
+        return np.arange(n_forests)
+    return np.unique(np.round(np.linspace(0, n_forests - 1, wanted)).astype(int))
 
 
 def _leaves_and_splits(tree: np.ndarray):
@@ -123,19 +138,20 @@ def check_acquisition(acqf) -> None:
 
 
 def build_problem(acqf, space: Space, config: MIPConfig, x0: np.ndarray, seed: int, problem: dict | None = None) -> dict:
-    """The MIP description (plain numpy / python) of an AcquisitionFunction over BARK posterior forests
-    (`problem`: its ``describe_forests`` part, if already made)."""
+    """The MIP description (plain numpy / python) of an AcquisitionFunction over BARK posterior forests, those
+    that `config.forests` selects (`problem`: the ``describe_forests`` part of those forests, if already made)."""
     check_acquisition(acqf)
     acq = acqf.acquisition
     spec = acqf.surrogate.spec
     posterior = acqf.surrogate.forest_posterior(acqf.prepared)
     data = acqf.posterior.data
-    forests = np.asarray(posterior.forests)
+    keep = mip_forest_indices(np.asarray(posterior.forests).shape[0], config.forests)
+    forests = np.asarray(posterior.forests)[keep]
     n = int(np.sum(np.asarray(data.mask)))
     S, m = forests.shape[:2]
     problem = describe_forests(forests, spec) if problem is None else dict(problem)
     problem["trees"] = [[dict(tree) for tree in forest] for forest in problem["trees"]]
-    point_heap = np.asarray(posterior.train_leaves)[:, :, :n]
+    point_heap = np.asarray(posterior.train_leaves)[keep, :, :n]
     x0_heap = np.asarray(compiled_router(spec)(forests.reshape((-1,) + forests.shape[2:]), np.asarray(x0)[None]))
     x0_leaf = []
     for s in range(S):
@@ -144,8 +160,8 @@ def build_problem(acqf, space: Space, config: MIPConfig, x0: np.ndarray, seed: i
         x0_leaf.append([int(np.searchsorted(tree["leaves"], x0_heap[s * m + t, 0]))
                         for t, tree in enumerate(problem["trees"][s])])
     x0_cat = {j: (k - 1 if x0[j] < 0 else int(round(x0[j]))) for j, k in problem["categories"].items()}
-    return {**problem, "S": S, "m": m, "n": n,
-            "L": np.asarray(posterior.cholesky)[:, :n, :n], "alpha": np.asarray(posterior.alpha)[:, :n],
+    return {**problem, "S": S, "m": m, "n": n, "forest_indices": keep.tolist(),
+            "L": np.asarray(posterior.cholesky)[keep, :n, :n], "alpha": np.asarray(posterior.alpha)[keep, :n],
             "y_mean": float(data.y_mean), "y_std": float(data.y_std),
             "beta": float(acq.beta_t(acqf.t, space.dim)), "time_limit": config.time_limit, "gap": config.gap,
             "formulation": config.formulation,
@@ -296,14 +312,15 @@ def optimize_mip(acqf, space: Space, rng: np.random.Generator, config: MIPConfig
     `zoo.base.ForestPosterior` (BARK); returns (encoded row, acquisition value, info dict).
 
     The best `n_starts` points of a Sobol pool are polished by coordinate ascent over leaf intervals;
-    the best of them warm-starts SCIP, and whichever of SCIP's point and it scores higher is returned."""
+    the best of them warm-starts SCIP (on all forests, or on `config.forests` of them), and whichever of
+    SCIP's point and it scores higher under the full integrated acquisition is returned."""
     check_acquisition(acqf)
     t0 = time.perf_counter()
     pool = sobol_pool(space, config.n_pool, rng)
     values = acqf.scores(pool, batch=config.n_pool)
     v_pool = float(np.max(values))
-    description = describe_forests(np.asarray(acqf.surrogate.forest_posterior(acqf.prepared).forests),
-                                   acqf.surrogate.spec)
+    forests = np.asarray(acqf.surrogate.forest_posterior(acqf.prepared).forests)
+    description = describe_forests(forests, acqf.surrogate.spec)
     top = np.argsort(-values)[: config.n_starts]
     candidates = coordinate_candidates(space, acqf.surrogate.spec, description["thresholds"])
     X, v = polish(acqf, space, candidates, pool[top], values[top], config.max_sweeps,
@@ -311,7 +328,9 @@ def optimize_mip(acqf, space: Space, rng: np.random.Generator, config: MIPConfig
     x_start = space.encode(space.decode(X[int(np.argmax(v))]))  # canonical row (inactive columns filled)
     v_start = float(acqf.values(x_start[None])[0])
     t_polish = time.perf_counter() - t0
-    problem = build_problem(acqf, space, config, x_start, seed=int(rng.integers(2**31)), problem=description)
+    keep = mip_forest_indices(len(forests), config.forests)
+    in_mip = description if len(keep) == len(forests) else describe_forests(forests[keep], acqf.surrogate.spec)
+    problem = build_problem(acqf, space, config, x_start, seed=int(rng.integers(2**31)), problem=in_mip)
     for hook in PROBLEM_HOOKS:
         hook(problem)
     result = run_worker(problem, config.time_limit + config.timeout_margin)
@@ -320,14 +339,14 @@ def optimize_mip(acqf, space: Space, rng: np.random.Generator, config: MIPConfig
             "polish_seconds": t_polish, "warm_start_accepted": result.get("warm_start_accepted"),
             "build_seconds": result.get("build_seconds"), "solve_seconds": result.get("solve_seconds"),
             "dual_bound": result.get("dual_bound"), "n_nodes": result.get("n_nodes"),
-            "fallback": None}
+            "mip_forests": len(keep), "mip_point_value": None, "fallback": None}
     if "w" not in result:
         info["fallback"] = f"no MIP solution ({result['status']})"
         x, v = x_start, v_start
     else:
         x = point_from_solution(problem, result, space, acqf.surrogate.spec)
         x = space.encode(space.decode(x))  # canonical: inactive columns hold their fill values
-        v = float(acqf.values(x[None])[0])
+        v = info["mip_point_value"] = float(acqf.values(x[None])[0])  # the full integrated acquisition
         if v < v_start - 1e-9:
             info["fallback"] = "polished pool point scored higher than the MIP point"
             x, v = x_start, v_start

@@ -300,6 +300,36 @@ def test_mip_finds_the_brute_force_optimum_and_reports_the_value_at_its_point(sm
     assert space.validate(space.decode(x))
 
 
+def test_mip_on_a_subset_of_the_forests_maximizes_their_ucb_and_is_judged_by_all(small_bark_acqf):
+    """MIPConfig(forests=2) writes 2 of the 16 posterior forests into the MIP (the first and the last draw:
+    both chains). Solved to optimality, its value is the brute-force maximum of those two forests' integrated
+    UCB (the subset's own acquisition, not the full one); the point is re-scored by all 16 forests."""
+    import optim.mip as mip
+    space, acqf = small_bark_acqf
+    seen = []
+    mip.PROBLEM_HOOKS.append(seen.append)
+    try:
+        x, value, info = optimize_mip(acqf, space, np.random.default_rng(0),
+                                      MIPConfig(time_limit=30.0, gap=0.0, n_pool=64, forests=2))
+    finally:
+        mip.PROBLEM_HOOKS.remove(seen.append)
+    p = seen[0]
+    assert p["S"] == 2 and p["forest_indices"] == [0, 15] and info["mip_forests"] == 2
+    assert info["status"] == "optimal", info
+    forests = np.asarray(acqf.surrogate.forest_posterior(acqf.prepared).forests)
+    split = forests[..., 0] > 0.5
+    edges = np.concatenate([[0.0], np.unique(forests[..., 2][split & (forests[..., 1] == 0)]), [1.0]])
+    grid = np.array([[a, k / 4, c] for a in 0.5 * (edges[:-1] + edges[1:]) for k in range(5) for c in range(3)])
+    mean, var = acqf.posterior.predict(grid)  # per draw, user units
+    subset_ucb = np.mean(-mean[[0, 15]] + np.sqrt(p["beta"] * var[[0, 15]]), axis=0)
+    assert info["mip_value"] == pytest.approx(subset_ucb.max(), abs=1e-6)
+    assert info["mip_point_value"] <= float(acqf.values(grid).max()) + 1e-12  # scored by the full acquisition
+    assert value == pytest.approx(max(info["polished_value"], info["mip_point_value"]), abs=1e-12)
+    assert float(acqf.values(x[None])[0]) == pytest.approx(value, abs=1e-12)
+    with pytest.raises(ValueError, match="forests"):
+        MIPConfig(forests=0)
+
+
 def test_scip_runs_without_nlp_and_with_default_separation_only_under_a_long_time_limit(small_bark_acqf):
     """No NLP relaxation at any limit (Ipopt's METIS ordering corrupted SCIP's heap); one root separation
     round under short limits, so the root LP ends early; SCIP's default from LONG_SOLVE_SECONDS on, which gave

@@ -128,6 +128,23 @@ def test_hits_count_seeds_below_a_threshold_and_their_first_evaluation():
     assert "| p | m | 3 | 1/3 | 2/3 | 2, 4, - |" in table and "| q |" not in table
 
 
+def test_mip_table_judges_scip_by_the_full_acquisition_and_counts_the_target_up_to_n_max():
+    def info(gap, mip_value, point_value="absent"):
+        out = {"status": "timelimit", "gap": gap, "pool_value": 0.0, "polished_value": 1.0, "mip_value": mip_value,
+               "fallback": None}
+        return out if point_value == "absent" else dict(out, mip_point_value=point_value)
+    # entry n is proposed with n observations: entries 0-1 are the initial design (no optimizer info)
+    subset = {"status": "ok", "problem": "p", "method": "bark+forests4", "acq_seconds": [0.0, 0.0, 1.0, 2.0, 3.0],
+              "optimizer_info": [None, None, info(0.05, 0.5, 0.9), info(0.5, 9.0, 1.5), info(0.01, 9.0, 2.0)]}
+    full = {"status": "ok", "problem": "p", "method": "bark", "acq_seconds": [0.0, 0.0, 1.0, 1.0, 1.0],
+            "optimizer_info": [None, None, info(0.5, 2.0), info(0.5, 0.5), info(0.5, 0.5)]}
+    table = report.mip_table([subset, full], n_max=3)
+    # the subset's MIP values (9.0) are not the full acquisition: SCIP beat the start (1.0) at n = 3 and 4 only;
+    # up to n = 3, n = 2 closed the gap and n = 3 beat the start
+    assert "| p | bark+forests4 | 3 | timelimit 3 | 0.050 [0.275] | 3/3 | 2/3 | 0 | 2/2 | 2.00 [3.00] |" in table
+    assert "| p | bark | 3 | timelimit 3 | 0.500 [0.500] | 3/3 | 1/3 | 0 | 1/2 | 1.00 [1.00] |" in table
+
+
 def test_cost_table_compares_median_seconds_per_iteration_with_a_reference():
     def rec(method, seed, fit, acq, problem="p"):
         return {"status": "ok", "problem": problem, "method": method, "seed": seed, "values": [1.0] * 4,

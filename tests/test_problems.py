@@ -148,6 +148,11 @@ def test_initial_design_options_and_method_specs():
     from optim.bench.runner import batch_options
     assert split_method("gp+q4+liar") == ("gp", None, None, False) and batch_options("gp+q4+liar") == (4, "liar")
     assert batch_options("gp") == (1, "believer") and batch_options("gp+deterministic+q2") == (2, "believer")
+    from optim.bench.runner import mip_options
+    assert split_method("bark+scip10+forests4") == ("bark", None, None, False)
+    assert mip_options("bark+scip10+forests4") == {"time_limit": 10.0, "forests": 4} and mip_options("bark") == {}
+    with pytest.raises(ValueError, match="scipT"):
+        split_method("bark+scip0")
     from optim.bench.runner import EXPLORE_PATHS, explore_paths
     assert split_method("addtree/yeo-johnson+explore") == ("addtree", None, "yeo-johnson", False)
     assert explore_paths("addtree/yeo-johnson+explore") == EXPLORE_PATHS > 0 and explore_paths("gp+q4") == 0.0

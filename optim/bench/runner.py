@@ -82,10 +82,11 @@ def split_method(method: str) -> tuple[str, str | None, str | None, bool]:
     The batch options are read by `batch_options`, the path exploration by `explore_paths`."""
     spec, *flags = method.split("+")
     for flag in flags:
-        if flag not in ("deterministic", "explore") and not _is_batch_flag(flag):
+        if flag not in ("deterministic", "explore") and not _is_batch_flag(flag) and not _is_mip_flag(flag):
             raise ValueError(f"unknown method option {flag!r} in {method!r}; the options are '+deterministic', "
-                             "'+qN' (synchronous batches of N), '+liar' / '+believer' (the batch strategy) and "
-                             "'+explore' (epsilon-greedy paths, see explore_paths)")
+                             "'+qN' (synchronous batches of N), '+liar' / '+believer' (the batch strategy), "
+                             "'+explore' (epsilon-greedy paths, see explore_paths), '+scipT' and '+forestsK' "
+                             "(BARK's MIP: T seconds of SCIP, K forests in the MIP; see mip_options)")
     spec, _, transform = spec.partition("/")
     name, _, acquisition = spec.partition(":")
     return name, acquisition or None, transform or None, "deterministic" in flags  # None: BayesOpt's default
@@ -93,6 +94,24 @@ def split_method(method: str) -> tuple[str, str | None, str | None, bool]:
 
 def _is_batch_flag(flag: str) -> bool:
     return flag in BATCH_STRATEGIES or (flag.startswith("q") and flag[1:].isdigit() and int(flag[1:]) >= 1)
+
+
+#: method flags that set a MIPConfig field from the number that follows them: '+scip10' -> time_limit=10
+MIP_FLAGS = {"scip": ("time_limit", float), "forests": ("forests", int)}
+
+
+def _is_mip_flag(flag: str) -> bool:
+    return any(flag.startswith(f) and flag[len(f):].isdigit() and int(flag[len(f):]) >= 1 for f in MIP_FLAGS)
+
+
+def mip_options(method: str) -> dict:
+    """MIPConfig fields set by a method's flags: 'bark+scip10+forests4' -> {time_limit: 10.0, forests: 4}."""
+    out = {}
+    for flag in method.split("+")[1:]:
+        for prefix, (field, cast) in MIP_FLAGS.items():
+            if flag.startswith(prefix) and flag[len(prefix):].isdigit():
+                out[field] = cast(flag[len(prefix):])
+    return out
 
 
 def batch_options(method: str) -> tuple[int, str]:
@@ -150,6 +169,9 @@ def run_cell(method: str, problem_name: str, seed: int, budget: int, n_init: int
             if explore_paths(method):
                 from optim.path_lbfgs import LBFGSConfig
                 settings["optimizer"] = LBFGSConfig(explore_paths=explore_paths(method))
+            if mip_options(method):
+                from optim.mip import MIPConfig
+                settings["optimizer"] = MIPConfig(**mip_options(method))
             if q > 1:
                 history = run_batches(problem, surrogate, budget, seed, n_init, q, **settings)
             else:
