@@ -100,18 +100,22 @@ def _is_batch_flag(flag: str) -> bool:
 MIP_FLAGS = {"scip": ("time_limit", float), "forests": ("forests", int)}
 
 
+def _mip_setting(flag: str) -> tuple | None:
+    """(MIPConfig field, value) of a MIP flag with a positive number ('scip10' -> ('time_limit', 10.0)), else None."""
+    for prefix, (field, cast) in MIP_FLAGS.items():
+        number = flag[len(prefix):]
+        if flag.startswith(prefix) and number.isdigit() and int(number) >= 1:
+            return field, cast(number)
+    return None
+
+
 def _is_mip_flag(flag: str) -> bool:
-    return any(flag.startswith(f) and flag[len(f):].isdigit() and int(flag[len(f):]) >= 1 for f in MIP_FLAGS)
+    return _mip_setting(flag) is not None
 
 
 def mip_options(method: str) -> dict:
     """MIPConfig fields set by a method's flags: 'bark+scip10+forests4' -> {time_limit: 10.0, forests: 4}."""
-    out = {}
-    for flag in method.split("+")[1:]:
-        for prefix, (field, cast) in MIP_FLAGS.items():
-            if flag.startswith(prefix) and flag[len(prefix):].isdigit():
-                out[field] = cast(flag[len(prefix):])
-    return out
+    return dict(s for s in map(_mip_setting, method.split("+")[1:]) if s is not None)
 
 
 def batch_options(method: str) -> tuple[int, str]:

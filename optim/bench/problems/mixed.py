@@ -39,11 +39,15 @@ def tree_function(categorical: bool = False, noise_std: float = 0.0, seed: int =
     values on [0, 1]^10 (plus 10 five-way categoricals in the `categorical` variant), fixed by
     `function_seed`. The optimum is computed exactly by a MILP over the trees' leaf boxes."""
     space = _tree_function_space(bool(categorical))
-    parts = functools.partial(_tree_function_parts, bool(categorical), int(function_seed))
 
-    def f(config):  # the forest is drawn (and the router compiled) at the first evaluation, not at listing
-        _, spec, forest, values = parts()
-        leaves = np.asarray(compiled_router(spec)(forest, space.encode([config])))[:, 0]
+    @functools.cache
+    def evaluator():  # the forest is drawn (and the router compiled) at the first evaluation, not at listing
+        _, spec, forest, values = _tree_function_parts(bool(categorical), int(function_seed))
+        return compiled_router(spec), forest, values
+
+    def f(config):
+        router, forest, values = evaluator()
+        leaves = np.asarray(router(forest, space.encode([config])))[:, 0]
         return float(np.sum(values[np.arange(len(forest)), leaves]))
 
     optimum = functools.partial(_cached_minimum, bool(categorical), int(function_seed))  # computed on first read
