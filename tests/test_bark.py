@@ -51,6 +51,15 @@ def test_noise_prior_puts_q_below_one():
     assert float(d.concentration) == 1.5 and float(d.rate) == pytest.approx(0.29219, abs=1e-5)
 
 
+def test_the_bo_loop_maximizes_ucb_with_the_authors_kappa_unless_told_otherwise():
+    """kappa = sqrt(beta) = 1.96 fixed (003's public code), not UCB's own beta_t; a user's choice still wins."""
+    from optim import BayesOpt
+
+    space = Space([Real("a", 0.0, 1.0), Categorical("c", ("x", "y"))])
+    assert BayesOpt(space, "bark").acquisition == UCB(beta=3.8416)  # 1.96 ** 2
+    assert BayesOpt(space, "bark", acquisition="ucb").acquisition == UCB()
+
+
 def test_prior_draws_are_valid_trees(prior_forests):
     spec, forests = prior_forests
     lp = np.asarray(jax.jit(jax.vmap(lambda t: tree_log_prob(spec, t)))(jnp.asarray(forests)))
