@@ -37,6 +37,28 @@ def test_peers_start_from_the_same_initial_design_on_a_conditional_space(tmp_pat
         space.validate(c)
 
 
+def test_botorch_gp_searches_a_large_mixed_space_by_alternation(tmp_path, monkeypatch):
+    """PestControl's 5^25 categorical combinations are not enumerated: BoTorch's alternating search runs."""
+    from optim.bench.peers.botorch_gp import BoTorchGP
+
+    if PEERS["botorch_gp"].missing():
+        pytest.skip("botorch not installed")
+
+    def no_enumeration(self, space):
+        raise AssertionError("enumerated the categorical combinations")
+
+    monkeypatch.setattr(BoTorchGP, "_fixed_features", no_enumeration)
+    monkeypatch.setitem(PEERS, "botorch_gp", BoTorchGP(raw_samples=32, num_restarts=2))
+    _, records = _run(tmp_path, ["random", "botorch_gp"], problems=("pest_control",), seeds=1, budget=6, n_init=4)
+    by = {r["method"]: r for r in records}
+    assert by["botorch_gp"]["status"] == "ok", by["botorch_gp"].get("error")
+    assert by["botorch_gp"]["sources"] == ["init"] * 4 + ["peer"] * 2
+    space = PROBLEMS["pest_control"]().space
+    for c in by["botorch_gp"]["configs"]:
+        space.validate(c)
+    assert BoTorchGP()._enumeration_size(space) == 5 ** 25
+
+
 def test_saas_peer_runs_on_a_flat_space_and_refuses_a_conditional_one(tmp_path, monkeypatch):
     from optim.bench.peers.botorch_saas import BoTorchSAAS
 
@@ -234,6 +256,9 @@ def test_render_regenerates_blocks_and_check_detects_drift(tmp_path):
     assert bench.main(["render", str(doc)]) == 0
     assert "| exp2d | random | 2 |" in doc.read_text()
     assert bench.main(["render", str(doc), "--check"]) == 0
+    assert "| exp2d | random | 2 |" in report.render_block(f"regret {out.name} --at 3 --methods random", str(tmp_path))
+    with pytest.raises(FileNotFoundError):  # --methods keeps the named methods' records only: none here
+        report.render_block(f"regret {out.name} --at 3 --methods gp", str(tmp_path))
 
 
 def test_benchmarks_document_matches_its_results():

@@ -585,7 +585,7 @@ def render_block(args: str, base_dir: str) -> str:
     `periter FILES --at N..`, `regression FILE [--reference M]`, `regression-data FILE [--reference M]`, `timing FILE`, `compiles FILE`, `paths FILE`, `scaling FILE`, `f1 FILES --at B..`, `calibration FILE`, `parallel FILE [--at B]`, `journal FILE`,
     `match FILES --reference M --at B..`, `pathfinding FILES`, `cost FILES --reference M`,
     `family FILES --reference M --at B..`, `mipstudy FILES`;
-    FILES is a comma-separated list of results files."""
+    FILES is a comma-separated list of results files. `--problems P..` and `--methods M..` keep those records only."""
     argv = shlex.split(args)
     kind, paths = argv[0], [os.path.join(base_dir, p) for p in argv[1].split(",")]
     opts = {}
@@ -601,6 +601,8 @@ def render_block(args: str, base_dir: str) -> str:
             else load_records(paths[0]))
     if "problems" in opts and kind not in ("regression", "regression-data"):
         data = [r for r in data if r.get("problem") in opts["problems"]]
+    if "methods" in opts:
+        data = [r for r in data if r.get("method") in opts["methods"]]
     if not data:
         raise FileNotFoundError(f"no results in {argv[1]}")
     if kind == "mip":

@@ -3,6 +3,10 @@
 Categorical columns (decisions included) are labels shifted by one so that 'inactive' is a category of
 its own; the acquisition is maximized with `optimize_acqf_mixed` over one fixed-feature set per
 root-to-leaf path (decisions fixed, inactive columns at their fill), active categoricals enumerated.
+Where that enumeration would pass `max_enumerated` sets on a flat space (PestControl has 5^25), it is
+maximized instead by BoTorch's `optimize_acqf_mixed_alternating` (local search on the categorical and
+integer columns alternating with L-BFGS on the real ones), the optimizer 003's GP baseline uses on such
+spaces (003 App. D.1).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import itertools
 import numpy as np
 
 from optim.bench.peers.base import Peer, Stopwatch, evaluate, record
-from zoo.space import CATEGORICAL
+from zoo.space import CATEGORICAL, INTEGER
 
 
 class BoTorchGP(Peer):
@@ -20,8 +24,30 @@ class BoTorchGP(Peer):
     requires = ("botorch", "torch")
     install_hint = 'pip install torch==2.13.0 botorch  (a CPU build of torch)'
 
-    def __init__(self, raw_samples: int = 512, num_restarts: int = 8):
-        self.raw_samples, self.num_restarts = raw_samples, num_restarts
+    def __init__(self, raw_samples: int = 512, num_restarts: int = 8, max_enumerated: int = 256):
+        self.raw_samples, self.num_restarts, self.max_enumerated = raw_samples, num_restarts, max_enumerated
+
+    def _enumeration_size(self, space) -> int:
+        """How many fixed-feature sets `_fixed_features` would list (counted without listing them)."""
+        cat = space.kinds == CATEGORICAL
+        total = 0
+        for path in space.paths:
+            free = [j for j in np.flatnonzero(path.active & cat)
+                    if space.columns[j].name not in path.decisions]
+            total += int(np.prod([int(space.n_choices[j]) for j in free], dtype=object))
+        return total
+
+    @staticmethod
+    def _alternating_dims(space) -> tuple[dict, dict]:
+        """(integer columns, categorical columns) -> their allowed values in the peer's encoding."""
+        discrete, categorical = {}, {}
+        for j, p in enumerate(space.columns):
+            if space.kinds[j] == CATEGORICAL:
+                categorical[j] = [float(v) for v in range(1, int(space.n_choices[j]) + 1)]
+            elif space.kinds[j] == INTEGER:
+                span = p.high - p.low
+                discrete[j] = [k / span for k in range(span + 1)]
+        return discrete, categorical
 
     def _fixed_features(self, space):
         """One dict {column: value} per path x categorical assignment, in the shifted encoding."""
@@ -59,6 +85,7 @@ class BoTorchGP(Peer):
     def run(self, problem, budget, seed, initial):
         import torch
         from botorch.optim import optimize_acqf, optimize_acqf_mixed
+        from botorch.optim.optimize_mixed import optimize_acqf_mixed_alternating
 
         self.check_space(problem.space)
         torch.manual_seed(seed)
@@ -66,7 +93,13 @@ class BoTorchGP(Peer):
         cat = np.flatnonzero(space.kinds == CATEGORICAL)
         upper = np.where(space.kinds == CATEGORICAL, space.n_choices, 1.0).astype(float)
         bounds = torch.tensor(np.stack([np.zeros(space.dim), upper]), dtype=torch.float64)
-        fixed = self._fixed_features(space) if len(cat) else None
+        alternating = (len(space.paths) == 1 and len(cat) > 0
+                       and self._enumeration_size(space) > self.max_enumerated)
+        fixed = self._fixed_features(space) if len(cat) and not alternating else None
+        if alternating:
+            discrete, categorical = self._alternating_dims(space)
+            # with no real column there is no continuous relaxation to start from: random starts
+            start = {} if len(discrete) + len(categorical) < space.dim else {"initialization_strategy": "random"}
         X, Y, history, watch = [], [], [], Stopwatch()
         for i in range(budget):
             if i < len(initial) or len(Y) < 2:
@@ -76,7 +109,11 @@ class BoTorchGP(Peer):
                 train_x = torch.tensor(np.array(X), dtype=torch.float64)
                 train_y = -torch.tensor(np.array(Y), dtype=torch.float64)[:, None]  # BoTorch maximizes
                 acq = self.acquisition(train_x, train_y, cat)
-                if fixed is None:
+                if alternating:
+                    x, _ = optimize_acqf_mixed_alternating(
+                        acq, bounds, discrete_dims=discrete, cat_dims=categorical, q=1,
+                        num_restarts=self.num_restarts, raw_samples=self.raw_samples, options=start)
+                elif fixed is None:
                     x, _ = optimize_acqf(acq, bounds, q=1, num_restarts=self.num_restarts, raw_samples=self.raw_samples)
                 else:
                     x, _ = optimize_acqf_mixed(acq, bounds, q=1, num_restarts=self.num_restarts,
