@@ -183,7 +183,7 @@ class BARK(Surrogate, StructureMoves, ForestPosterior, CoordinateMoments):
 
     name = "bark"
     #: the integrated UCB with kappa = sqrt(beta) = 1.96 fixed, the setting of the BARK authors' public code
-    #: (003's BO loop); our UCB's own default, beta_t = 0.2 d log 2t, explores 2-2.5x more at D = 10-25
+    #: (003's BO loop); our UCB's own default, beta_t = 0.2 d log 2t, weighs sigma 1.5-2.5x more at D = 10-25
     default_acquisition = "ucb,beta=3.8416"
     preferred_optimizers = ("mip",)  # the integrated UCB over forests as a mixed-integer program (003 Sec. 6.1)
     discrete_sites = {"forest": "forest", "noise": "noise"}
