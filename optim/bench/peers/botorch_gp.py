@@ -27,15 +27,16 @@ class BoTorchGP(Peer):
     def __init__(self, raw_samples: int = 512, num_restarts: int = 8, max_enumerated: int = 256):
         self.raw_samples, self.num_restarts, self.max_enumerated = raw_samples, num_restarts, max_enumerated
 
+    @staticmethod
+    def _free_categoricals(space, path) -> list[int]:
+        """The categorical columns active on `path` that are not its decisions: those enumerated per path."""
+        decisions = {space.col[name] for name in path.decisions}
+        return [j for j in np.flatnonzero(path.active & (space.kinds == CATEGORICAL)) if j not in decisions]
+
     def _enumeration_size(self, space) -> int:
         """How many fixed-feature sets `_fixed_features` would list (counted without listing them)."""
-        cat = space.kinds == CATEGORICAL
-        total = 0
-        for path in space.paths:
-            free = [j for j in np.flatnonzero(path.active & cat)
-                    if space.columns[j].name not in path.decisions]
-            total += int(np.prod([int(space.n_choices[j]) for j in free], dtype=object))
-        return total
+        return sum(int(np.prod([int(space.n_choices[j]) for j in self._free_categoricals(space, path)], dtype=object))
+                   for path in space.paths)
 
     @staticmethod
     def _alternating_dims(space) -> tuple[dict, dict]:
@@ -59,7 +60,7 @@ class BoTorchGP(Peer):
             for name in path.decisions:
                 j = space.col[name]
                 fixed[j] = float(row[j] + 1)
-            free_cats = [j for j in np.flatnonzero(path.active & cat) if j not in fixed]
+            free_cats = self._free_categoricals(space, path)
             for combo in itertools.product(*[range(1, int(space.n_choices[j]) + 1) for j in free_cats]):
                 out.append({**fixed, **{j: float(v) for j, v in zip(free_cats, combo)}})
         return out
