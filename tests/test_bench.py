@@ -1,6 +1,11 @@
 """treezoo-bench with tiny budgets: shared initial design, resume, skipped peers, crashes, tables, plots, render."""
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -333,3 +338,41 @@ def test_bench_names_the_bad_line_of_a_results_file(tmp_path, capsys):
             bench.main(args)
         assert info.value.code == 2 and f"{out}:3: not a JSON record" in capsys.readouterr().err
     assert out.read_text().count("\n") == 3  # nothing was appended to the damaged file
+
+
+_ORPHAN_SCRIPT = """
+import os, sys, time
+from optim.bench.runner import worker_pool
+pool = worker_pool(1)
+print(pool.submit(os.getpid).result(), flush=True)
+pool.submit(time.sleep, 120)
+time.sleep(120)
+"""
+
+
+def _gone(pid: int) -> bool:
+    """No process `pid`, or only its zombie (a container's init may not reap what it inherits)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads process states from /proc")
+def test_a_runner_killed_with_sigkill_takes_its_pool_workers_with_it():
+    # a worker busy with a long cell must not outlive the runner: `kill -9` of `treezoo-bench run` once left
+    # two workers holding both cores
+    parent = subprocess.Popen([sys.executable, "-c", _ORPHAN_SCRIPT], stdout=subprocess.PIPE, text=True)
+    try:
+        worker = int(parent.stdout.readline())
+        time.sleep(0.5)
+        assert not _gone(worker)  # the worker is sleeping in its 120-s task
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 20.0  # the watch polls once a second
+        while not _gone(worker) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _gone(worker)
+    finally:
+        parent.kill()

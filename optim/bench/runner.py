@@ -21,6 +21,7 @@ import json
 import os
 import platform
 import sys
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
@@ -200,6 +201,23 @@ def _cell_key(r: dict) -> tuple:
             r.get("design", "sobol"))
 
 
+def _exit_with_parent(parent_pid: int) -> None:
+    """Pool-worker initializer: end this worker once the runner that spawned it is gone (killed, even with
+    -9), instead of running its cell on for nobody, a cell being up to half an hour of both cores."""
+    def watch():
+        while os.getppid() == parent_pid:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+def worker_pool(jobs: int) -> ProcessPoolExecutor:
+    """The runner's pool of `jobs` spawned workers (JAX in the parent makes fork unsafe), each tied to the runner."""
+    return ProcessPoolExecutor(jobs, mp_context=get_context("spawn"), initializer=_exit_with_parent,
+                               initargs=(os.getpid(),))
+
+
 def cmd_run(args) -> int:
     from optim.bench.peers import PEERS
 
@@ -246,7 +264,7 @@ def cmd_run(args) -> int:
         os.environ.setdefault("OMP_NUM_THREADS", "1")
         os.environ.setdefault("MKL_NUM_THREADS", "1")
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-        with ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn")) as pool:
+        with worker_pool(args.jobs) as pool:
             for rec in pool.map(run_cell, *zip(*todo)):
                 write(rec)
     else:
