@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing
+import os
 import pickle
 import time
 import warnings
@@ -32,11 +33,30 @@ class SerialExecutor(cf.Executor):
         return future
 
 
+# What a worker process runs first, through the builtin `exec` (so that it imports nothing of treezoo for
+# it): a daemon thread that ends the worker once the process that spawned it is gone.
+_EXIT_WITH_PARENT = """
+import os, threading, time
+def _watch(parent):
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
+threading.Thread(target=_watch, args=(parent,), name="exit-with-parent", daemon=True).start()
+"""
+
+
+def tied_to_this_process() -> dict:
+    """`ProcessPoolExecutor` keyword arguments that end each worker once this process is gone (killed, even
+    with -9): otherwise a worker runs its evaluation on for nobody, holding a core or a licence for as long
+    as the objective takes, and a resumed run evaluates the same point again beside it."""
+    return {"initializer": exec, "initargs": (_EXIT_WITH_PARENT, {"parent": os.getpid()})}
+
+
 class OwnProcessPool:
     """The default when n_workers > 1: one single-process pool per worker, spawned (JAX in the parent makes
     fork unsafe). Keeping the workers apart means that a worker that dies (a segfault in the objective)
     fails its own evaluation only, and that a timed-out evaluation can be stopped: its process is killed
-    and the worker replaced, which no shared pool allows."""
+    and the worker replaced, which no shared pool allows. A worker ends when the driver's process does."""
 
     def __init__(self, n_workers: int):
         self._context = multiprocessing.get_context("spawn")
@@ -50,7 +70,7 @@ class OwnProcessPool:
         i = next(i for i in range(len(self._pools)) if i not in busy)  # the driver never overfills
         for _ in range(2):
             if self._pools[i] is None:
-                self._pools[i] = cf.ProcessPoolExecutor(1, mp_context=self._context)
+                self._pools[i] = cf.ProcessPoolExecutor(1, mp_context=self._context, **tied_to_this_process())
             before = {p.pid for p in multiprocessing.active_children()}
             try:
                 future = self._pools[i].submit(fn, *args)

@@ -22,6 +22,15 @@ FAST_OPTIMIZER = LBFGSConfig(n_raw=128, n_restarts=8, maxiter=30)
 TREED_FAST = dict(num_warmup=80, num_samples=8, num_chains=2, thinning=2, max_tree_depth=3)
 
 
+def process_gone(pid: int) -> bool:
+    """No process `pid`, or only its zombie (a container's init may not reap what it inherits)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
 def fast_sample(surrogate, X, y, key=0):
     """A cold MCMC fit with the FAST_SAMPLER settings, exactly as the BO loop's first fit calls it, so that it
     shares its compiled run with the loop and trace runs of an equal surrogate (same data bucket)."""

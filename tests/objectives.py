@@ -35,3 +35,12 @@ def recorded_bowl(c, path):
         f.flush()
         os.fsync(f.fileno())
     return value
+
+
+def pid_then_sleep(c, path):
+    """Append this worker's process id to `path`, then sleep a minute: an evaluation still running when its
+    driver is killed."""
+    with open(path, "a") as f:
+        f.write(f"{os.getpid()}\n")
+    time.sleep(60.0)
+    return bowl(c)

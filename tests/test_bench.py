@@ -16,6 +16,7 @@ from optim.bench import runner as bench
 from optim.bench.peers import PEERS, Peer
 from optim.bench.problems import PROBLEMS
 from optim.bench.problems.synthetic import exp2d
+from tests.conftest import process_gone
 
 
 def _run(tmp_path, methods, problems=("exp2d",), seeds=2, budget=5, n_init=3, name="r.jsonl"):
@@ -340,6 +341,7 @@ def test_bench_names_the_bad_line_of_a_results_file(tmp_path, capsys):
     assert out.read_text().count("\n") == 3  # nothing was appended to the damaged file
 
 
+
 _ORPHAN_SCRIPT = """
 import os, sys, time
 from optim.bench.runner import worker_pool
@@ -350,15 +352,6 @@ time.sleep(120)
 """
 
 
-def _gone(pid: int) -> bool:
-    """No process `pid`, or only its zombie (a container's init may not reap what it inherits)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
-
-
 @pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads process states from /proc")
 def test_a_runner_killed_with_sigkill_takes_its_pool_workers_with_it():
     # a worker busy with a long cell must not outlive the runner: `kill -9` of `treezoo-bench run` once left
@@ -367,12 +360,12 @@ def test_a_runner_killed_with_sigkill_takes_its_pool_workers_with_it():
     try:
         worker = int(parent.stdout.readline())
         time.sleep(0.5)
-        assert not _gone(worker)  # the worker is sleeping in its 120-s task
+        assert not process_gone(worker)  # the worker is sleeping in its 120-s task
         parent.send_signal(signal.SIGKILL)
         parent.wait()
         deadline = time.monotonic() + 20.0  # the watch polls once a second
-        while not _gone(worker) and time.monotonic() < deadline:
+        while not process_gone(worker) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert _gone(worker)
+        assert process_gone(worker)
     finally:
         parent.kill()

@@ -18,7 +18,7 @@ import pytest
 from optim import BayesOpt, minimize
 from optim.journal import Journal, JournalLocked, read_journal
 from tests import objectives
-from tests.conftest import FAST_OPTIMIZER, FAST_SAMPLER
+from tests.conftest import FAST_OPTIMIZER, FAST_SAMPLER, process_gone
 from tests.trace_runs import N_INIT, RUNS, SEED, get_problem
 from tests.test_traces import HEAVY, PINNED, SAME_MACHINE
 
@@ -334,6 +334,37 @@ def _journalled_run(space, path, returned, budget):
         warnings.simplefilter("ignore", UserWarning)
         minimize(functools.partial(objectives.recorded_bowl, path=returned), space, "random", budget=budget,
                  n_init=4, checkpoint=path)
+
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads process states from /proc")
+def test_workers_of_a_driver_killed_with_sigkill_end_with_it(flat2, tmp_path):
+    # two evaluations of a minute each are running when the driver is killed: they must not run on for nobody
+    # (a resumed run would evaluate the same points again beside them)
+    pids = tmp_path / "pids.txt"
+    ctx = multiprocessing.get_context("fork")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # JAX's fork note: the child runs no JAX
+        driver = ctx.Process(target=_two_sleeping_workers, args=(flat2, str(pids)))
+        driver.start()
+    try:
+        deadline = time.monotonic() + 60.0
+        while (not pids.exists() or len(pids.read_text().split()) < 2) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        workers = [int(p) for p in pids.read_text().split()]
+        assert len(workers) == 2 and not any(process_gone(p) for p in workers)
+    finally:
+        os.kill(driver.pid, signal.SIGKILL)
+        driver.join()
+    deadline = time.monotonic() + 20.0  # each worker's watch looks once a second
+    while not all(process_gone(p) for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert all(process_gone(p) for p in workers)
+
+
+def _two_sleeping_workers(space, pids):
+    minimize(functools.partial(objectives.pid_then_sleep, path=pids), space, "random", budget=4, n_init=4,
+             n_workers=2)
 
 
 def test_the_cli_runs_workers_resumes_its_journal_and_uses_a_dask_scheduler(tmp_path, capsys):

@@ -21,7 +21,6 @@ import json
 import os
 import platform
 import sys
-import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
@@ -30,6 +29,7 @@ import numpy as np
 
 from optim.mip import FORMULATIONS
 from optim.batch import BATCH_STRATEGIES
+from optim.parallel import tied_to_this_process
 from optim.bench import report
 from optim.transforms import OUTPUT_TRANSFORMS
 
@@ -201,21 +201,10 @@ def _cell_key(r: dict) -> tuple:
             r.get("design", "sobol"))
 
 
-def _exit_with_parent(parent_pid: int) -> None:
-    """Pool-worker initializer: end this worker once the runner that spawned it is gone (killed, even with
-    -9), instead of running its cell on for nobody, a cell being up to half an hour of both cores."""
-    def watch():
-        while os.getppid() == parent_pid:
-            time.sleep(1.0)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
-
-
 def worker_pool(jobs: int) -> ProcessPoolExecutor:
-    """The runner's pool of `jobs` spawned workers (JAX in the parent makes fork unsafe), each tied to the runner."""
-    return ProcessPoolExecutor(jobs, mp_context=get_context("spawn"), initializer=_exit_with_parent,
-                               initargs=(os.getpid(),))
+    """The runner's pool of `jobs` spawned workers (JAX in the parent makes fork unsafe), each ending with the
+    runner: a killed runner must not leave its cells, up to half an hour of both cores each, running."""
+    return ProcessPoolExecutor(jobs, mp_context=get_context("spawn"), **tied_to_this_process())
 
 
 def cmd_run(args) -> int:
