@@ -341,7 +341,6 @@ def test_bench_names_the_bad_line_of_a_results_file(tmp_path, capsys):
     assert out.read_text().count("\n") == 3  # nothing was appended to the damaged file
 
 
-
 _ORPHAN_SCRIPT = """
 import os, sys, time
 from optim.bench.runner import worker_pool

@@ -336,7 +336,6 @@ def _journalled_run(space, path, returned, budget):
                  n_init=4, checkpoint=path)
 
 
-
 @pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads process states from /proc")
 def test_workers_of_a_driver_killed_with_sigkill_end_with_it(flat2, tmp_path):
     # two evaluations of a minute each are running when the driver is killed: they must not run on for nobody
