@@ -1,11 +1,6 @@
 """treezoo-bench with tiny budgets: shared initial design, resume, skipped peers, crashes, tables, plots, render."""
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
@@ -16,7 +11,7 @@ from optim.bench import runner as bench
 from optim.bench.peers import PEERS, Peer
 from optim.bench.problems import PROBLEMS
 from optim.bench.problems.synthetic import exp2d
-from tests.conftest import process_gone
+from optim.parallel import tied_to_this_process
 
 
 def _run(tmp_path, methods, problems=("exp2d",), seeds=2, budget=5, n_init=3, name="r.jsonl"):
@@ -341,30 +336,12 @@ def test_bench_names_the_bad_line_of_a_results_file(tmp_path, capsys):
     assert out.read_text().count("\n") == 3  # nothing was appended to the damaged file
 
 
-_ORPHAN_SCRIPT = """
-import os, sys, time
-from optim.bench.runner import worker_pool
-pool = worker_pool(1)
-print(pool.submit(os.getpid).result(), flush=True)
-pool.submit(time.sleep, 120)
-time.sleep(120)
-"""
-
-
-@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads process states from /proc")
-def test_a_runner_killed_with_sigkill_takes_its_pool_workers_with_it():
-    # a worker busy with a long cell must not outlive the runner: `kill -9` of `treezoo-bench run` once left
-    # two workers holding both cores
-    parent = subprocess.Popen([sys.executable, "-c", _ORPHAN_SCRIPT], stdout=subprocess.PIPE, text=True)
-    try:
-        worker = int(parent.stdout.readline())
-        time.sleep(0.5)
-        assert not process_gone(worker)  # the worker is sleeping in its 120-s task
-        parent.send_signal(signal.SIGKILL)
-        parent.wait()
-        deadline = time.monotonic() + 20.0  # the watch polls once a second
-        while not process_gone(worker) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert process_gone(worker)
-    finally:
-        parent.kill()
+def test_the_runners_pool_workers_end_with_the_runner(monkeypatch):
+    # the mechanism (a worker ends once its parent is gone, SIGKILL included) is tested on minimize's pool in
+    # test_parallel; here, that the runner's pool gets it: `kill -9` of `treezoo-bench run` once left two
+    # workers holding both cores
+    made = {}
+    monkeypatch.setattr(bench, "ProcessPoolExecutor", lambda jobs, **kwargs: made.update(kwargs, jobs=jobs))
+    bench.worker_pool(2)
+    tied = tied_to_this_process()
+    assert made["jobs"] == 2 and made["initializer"] is tied["initializer"] and made["initargs"] == tied["initargs"]
