@@ -40,8 +40,18 @@ class MessagePassingConfig:
     structures: int = 4  # posterior samples whose forests get their own message passing
     repeats: int = 2  # zoom runs per sample (fresh random representatives)
     n_raw: int = 256  # Sobol points scored beside the message-passing candidates
-    n_polish: int = 2  # best candidates polished by L-BFGS-B
+    n_polish: int = 2  # best candidates polished by L-BFGS-B (0: the best candidate is returned as scored)
     maxiter: int = 30
+
+    def __post_init__(self):
+        for name in ("grid", "levels", "structures", "repeats", "n_raw"):
+            v = getattr(self, name)
+            if not (isinstance(v, int) and v >= 1):
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        for name in ("n_polish", "maxiter"):
+            v = getattr(self, name)
+            if not (isinstance(v, int) and v >= 0):
+                raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
 
 
 def forest_order(edges: np.ndarray, D: int):
@@ -164,8 +174,9 @@ def optimize_message_passing(acqf, space: Space, rng: np.random.Generator,
     pool = qmc.Sobol(D, scramble=True, rng=rng).random(config.n_raw)
     X = space.round_encoded(np.vstack([np.array(candidates), pool]))
     values = acqf.values(X, COMPONENT_DIM)
-    starts = X[np.argsort(-values)[: config.n_polish]]
-    polished = space.round_encoded(lbfgs_polish(acqf, starts, np.arange(D), config.maxiter, COMPONENT_DIM))
+    starts = X[np.argsort(-values)[: max(config.n_polish, 1)]]
+    polished = (space.round_encoded(lbfgs_polish(acqf, starts, np.arange(D), config.maxiter, COMPONENT_DIM))
+                if config.n_polish else starts[:0])
     final = np.vstack([polished, starts])
     final_values = acqf.values(final, COMPONENT_DIM)
     k = int(np.argmax(final_values))

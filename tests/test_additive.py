@@ -197,6 +197,15 @@ def test_additive_refuses_categorical_and_conditional_spaces():
     Additive(Space([Real("a", 0, 1), Integer("k", 0, 4)]))  # integers are fine
 
 
+def test_message_passing_settings_are_checked_when_made():
+    from optim.message_passing import MessagePassingConfig
+
+    assert MessagePassingConfig(n_polish=0, maxiter=0).n_polish == 0  # no polish: the best candidate as scored
+    for bad in ({"grid": 0}, {"levels": 1.5}, {"structures": -1}, {"n_raw": 0}, {"n_polish": -1}, {"maxiter": None}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            MessagePassingConfig(**bad)
+
+
 def test_kernel_is_the_sum_of_the_forest_components():
     """002 Eq. 2 and 7: a 2-D RBF per edge with variance s_i^2 + s_j^2, a 1-D RBF per isolated dimension."""
     space = Space([Real(f"x{i}", 0, 1) for i in range(5)])
@@ -246,6 +255,17 @@ def test_bo_with_message_passing_beats_random_search_and_reports_the_integrated_
     acqf = AcquisitionFunction(opt.posterior, opt.acquisition, best=min(h["value"] for h in run.history[:8]), t=1)
     opt.tell(c, _additive_target(c))
     assert opt.history[-1]["acq_value"] == pytest.approx(acqf.values(space.encode(c)[None], 2)[0], rel=1e-9)
+    # without the polish (n_polish=0) the best scored candidate is returned as it is, at its integrated value
+    unpolished = BayesOpt(space, "additive", seed=1, n_init=8, sampler=FAST_SAMPLER,
+                          optimizer=dataclasses.replace(config, n_polish=0))
+    for h in run.history[:8]:
+        unpolished.tell(h["config"], h["value"])
+    c = unpolished.ask()
+    acqf = AcquisitionFunction(unpolished.posterior, unpolished.acquisition,
+                               best=min(h["value"] for h in run.history[:8]), t=1)
+    unpolished.tell(c, _additive_target(c))
+    assert unpolished.history[-1]["optimizer_info"]["polish_gain"] == 0.0
+    assert unpolished.history[-1]["acq_value"] == pytest.approx(acqf.values(space.encode(c)[None], 2)[0], rel=1e-9)
 
 
 @pytest.mark.slow

@@ -153,6 +153,12 @@ def test_initial_design_options_and_method_specs():
     assert mip_options("bark+scip10+forests4") == {"time_limit": 10.0, "forests": 4} and mip_options("bark") == {}
     with pytest.raises(ValueError, match="scipT"):
         split_method("bark+scip0")
+    from optim.bench.runner import message_passing_options
+    assert split_method("additive+polish0") == ("additive", None, None, False)
+    assert message_passing_options("additive+polish0") == {"n_polish": 0} and message_passing_options("bark+scip10") == {}
+    assert mip_options("additive+polish0") == {}
+    with pytest.raises(ValueError, match="polishK"):
+        split_method("additive+polish")
     from optim.bench.runner import EXPLORE_PATHS, explore_paths
     assert split_method("addtree/yeo-johnson+explore") == ("addtree", None, "yeo-johnson", False)
     assert explore_paths("addtree/yeo-johnson+explore") == EXPLORE_PATHS > 0 and explore_paths("gp+q4") == 0.0

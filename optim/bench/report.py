@@ -579,7 +579,7 @@ def plot_regret(records, problem: str, path: str) -> str:
 _BLOCK = re.compile(r"(<!-- treezoo-bench: (?P<args>.*?) -->\n)(?P<body>.*?)(<!-- /treezoo-bench -->)", re.S)
 
 
-def render_block(args: str, base_dir: str) -> str:
+def render_block(args: str, base_dir: str, load=load_records) -> str:
     """The text of one block: `regret FILES --at B..`, `best FILES --at B..`, `hits FILES --below L --at B..`,
     `wilcoxon FILES --reference M --at B`,
     `periter FILES --at N..`, `regression FILE [--reference M]`, `regression-data FILE [--reference M]`, `timing FILE`, `compiles FILE`, `paths FILE`, `scaling FILE`, `f1 FILES --at B..`, `calibration FILE`, `parallel FILE [--at B]`, `journal FILE`,
@@ -596,9 +596,9 @@ def render_block(args: str, base_dir: str) -> str:
             opts[key] = []
         else:
             opts[key].append(a)
-    data = ([r for p in paths for r in load_records(p)] if kind in ("regret", "best", "hits", "wilcoxon", "periter", "mip", "f1",
-                                                                   "match", "pathfinding", "cost", "family", "mipstudy")
-            else load_records(paths[0]))
+    data = ([r for p in paths for r in load(p)] if kind in ("regret", "best", "hits", "wilcoxon", "periter", "mip", "f1",
+                                                           "match", "pathfinding", "cost", "family", "mipstudy")
+            else load(paths[0]))
     if "problems" in opts and kind not in ("regression", "regression-data"):
         data = [r for r in data if r.get("problem") in opts["problems"]]
     if "methods" in opts:
@@ -755,7 +755,14 @@ def render(markdown_path: str, check: bool = False) -> bool:
     with open(markdown_path) as f:
         text = f.read()
     base = os.path.dirname(os.path.abspath(markdown_path))
-    new = _BLOCK.sub(lambda m: m.group(1) + render_block(m.group("args"), base) + "\n" + m.group(4), text)
+    loaded: dict = {}  # each results file is parsed once per document (the tables only read the records)
+
+    def load(path):
+        if path not in loaded:
+            loaded[path] = load_records(path)
+        return loaded[path]
+
+    new = _BLOCK.sub(lambda m: m.group(1) + render_block(m.group("args"), base, load) + "\n" + m.group(4), text)
     if check:
         return new == text
     with open(markdown_path, "w") as f:

@@ -83,11 +83,12 @@ def split_method(method: str) -> tuple[str, str | None, str | None, bool]:
     The batch options are read by `batch_options`, the path exploration by `explore_paths`."""
     spec, *flags = method.split("+")
     for flag in flags:
-        if flag not in ("deterministic", "explore") and not _is_batch_flag(flag) and not _is_mip_flag(flag):
+        if flag not in ("deterministic", "explore") and not _is_batch_flag(flag) and not _is_optimizer_flag(flag):
             raise ValueError(f"unknown method option {flag!r} in {method!r}; the options are '+deterministic', "
                              "'+qN' (synchronous batches of N), '+liar' / '+believer' (the batch strategy), "
                              "'+explore' (epsilon-greedy paths, see explore_paths), '+scipT' and '+forestsK' "
-                             "(BARK's MIP: T seconds of SCIP, K forests in the MIP; see mip_options)")
+                             "(BARK's MIP: T seconds of SCIP, K forests in the MIP; see mip_options), '+polishK' "
+                             "(message passing: K candidates polished by L-BFGS-B; see message_passing_options)")
     spec, _, transform = spec.partition("/")
     name, _, acquisition = spec.partition(":")
     return name, acquisition or None, transform or None, "deterministic" in flags  # None: BayesOpt's default
@@ -97,26 +98,37 @@ def _is_batch_flag(flag: str) -> bool:
     return flag in BATCH_STRATEGIES or (flag.startswith("q") and flag[1:].isdigit() and int(flag[1:]) >= 1)
 
 
-#: method flags that set a MIPConfig field from the number that follows them: '+scip10' -> time_limit=10
-MIP_FLAGS = {"scip": ("time_limit", float), "forests": ("forests", int)}
+#: method flags that set an optimizer's config field from the number that follows them, with the least number
+#: allowed: '+scip10' -> MIPConfig(time_limit=10), '+polish0' -> MessagePassingConfig(n_polish=0)
+MIP_FLAGS = {"scip": ("time_limit", float, 1), "forests": ("forests", int, 1)}
+MESSAGE_PASSING_FLAGS = {"polish": ("n_polish", int, 0)}
 
 
-def _mip_setting(flag: str) -> tuple | None:
-    """(MIPConfig field, value) of a MIP flag with a positive number ('scip10' -> ('time_limit', 10.0)), else None."""
-    for prefix, (field, cast) in MIP_FLAGS.items():
+def _flag_setting(flag: str, flags: dict) -> tuple | None:
+    """(config field, value) of `flag` under one of `flags`' prefixes ('scip10' -> ('time_limit', 10.0)), else None."""
+    for prefix, (field, cast, least) in flags.items():
         number = flag[len(prefix):]
-        if flag.startswith(prefix) and number.isdigit() and int(number) >= 1:
+        if flag.startswith(prefix) and number.isdigit() and int(number) >= least:
             return field, cast(number)
     return None
 
 
-def _is_mip_flag(flag: str) -> bool:
-    return _mip_setting(flag) is not None
+def _is_optimizer_flag(flag: str) -> bool:
+    return any(_flag_setting(flag, flags) is not None for flags in (MIP_FLAGS, MESSAGE_PASSING_FLAGS))
+
+
+def _options(method: str, flags: dict) -> dict:
+    return dict(s for s in (_flag_setting(f, flags) for f in method.split("+")[1:]) if s is not None)
 
 
 def mip_options(method: str) -> dict:
     """MIPConfig fields set by a method's flags: 'bark+scip10+forests4' -> {time_limit: 10.0, forests: 4}."""
-    return dict(s for s in map(_mip_setting, method.split("+")[1:]) if s is not None)
+    return _options(method, MIP_FLAGS)
+
+
+def message_passing_options(method: str) -> dict:
+    """MessagePassingConfig fields set by a method's flags: 'additive+polish0' -> {n_polish: 0} (no L-BFGS-B polish)."""
+    return _options(method, MESSAGE_PASSING_FLAGS)
 
 
 def batch_options(method: str) -> tuple[int, str]:
@@ -177,6 +189,9 @@ def run_cell(method: str, problem_name: str, seed: int, budget: int, n_init: int
             if mip_options(method):
                 from optim.mip import MIPConfig
                 settings["optimizer"] = MIPConfig(**mip_options(method))
+            if message_passing_options(method):
+                from optim.message_passing import MessagePassingConfig
+                settings["optimizer"] = MessagePassingConfig(**message_passing_options(method))
             if q > 1:
                 history = run_batches(problem, surrogate, budget, seed, n_init, q, **settings)
             else:
