@@ -7,6 +7,7 @@ gradient function then takes a fixed-size batch of rows, so it compiles once per
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import jax
 import jax.numpy as jnp
@@ -104,6 +105,12 @@ def evaluate_in_chunks(fn, X, batch: int, counter: int = 0):
     return vals, grads, counter
 
 
+def formula(acquisition):
+    """The acquisition as its compiled code sees it: EI's and PI's margin xi lowers the incumbent before the call
+    (ImprovementMargin.threshold), so acquisitions that differ only in xi share one compilation."""
+    return dataclasses.replace(acquisition, xi=0.0) if isinstance(acquisition, ImprovementMargin) else acquisition
+
+
 class AcquisitionFunction:
     """Integrated acquisition of one posterior: call on encoded rows [B, D] -> (values [B], grads [B, D]).
 
@@ -122,7 +129,8 @@ class AcquisitionFunction:
         self.batch = int(batch)
         self.prepared = compiled_prepare(self.surrogate)(posterior.flat_samples(), posterior.data)
         self.moments = moments
-        self._vg = compiled("acq_value_and_grad", _build_value_and_grad, self.surrogate, acquisition, moments)
+        self._formula = formula(acquisition)
+        self._vg = compiled("acq_value_and_grad", _build_value_and_grad, self.surrogate, self._formula, moments)
         if isinstance(acquisition, ImprovementMargin):  # EI/PI's margin, in the data's standard deviations
             best = acquisition.threshold(best, float(posterior.data.y_std))
         self._args = (np.float64(best), np.float64(t))
@@ -134,7 +142,7 @@ class AcquisitionFunction:
         """The same acquisition over another of the surrogate's moment functions (cache shared)."""
         other = copy.copy(self)
         other.moments, other.n_evals = moments, 0
-        other._vg = compiled("acq_value_and_grad", _build_value_and_grad, self.surrogate, self.acquisition, moments)
+        other._vg = compiled("acq_value_and_grad", _build_value_and_grad, self.surrogate, self._formula, moments)
         return other
 
     def __call__(self, X, dim: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -173,7 +181,7 @@ class AcquisitionFunction:
         if path is None:
             fn, path = self._vg, np.int32(0)
         else:
-            fn, path = compiled("acq_value_and_grad", _build_value_and_grad, self.surrogate, self.acquisition,
+            fn, path = compiled("acq_value_and_grad", _build_value_and_grad, self.surrogate, self._formula,
                                 ON_PATH), np.int32(path)
         vals, grads, self.n_evals = evaluate_in_chunks(
             lambda chunk: fn(self.prepared, chunk, *self._args, dim, path), X, self.batch, self.n_evals)
@@ -215,7 +223,7 @@ class AcquisitionFunction:
         padded = np.concatenate([candidates, np.repeat(candidates[-1:], k - len(candidates))])
         valid = np.arange(p) < len(trees)
         tree_idx = np.concatenate([trees, np.zeros(p - len(trees), np.int32)])
-        fn = compiled("acq_coordinates", _build_coordinate_values, self.surrogate, self.acquisition)
+        fn = compiled("acq_coordinates", _build_coordinate_values, self.surrogate, self._formula)
         x = np.asarray(x, dtype=np.float64)
 
         def evaluate():
@@ -232,7 +240,7 @@ class AcquisitionFunction:
         acquisition is told (UCB's beta), the row width by default; `path`: every row lies on that path
         (see `on_path`)."""
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-        fn = compiled("acq_values", _build_values_only, self.surrogate, self.acquisition,
+        fn = compiled("acq_values", _build_values_only, self.surrogate, self._formula,
                       self.moments if path is None else ON_PATH)
         dim = np.float64(X.shape[1] if dim is None else dim)
         path = np.int32(0 if path is None else path)

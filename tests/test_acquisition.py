@@ -78,7 +78,7 @@ def test_get_acquisition():
 def test_margin_xi_lowers_the_incumbent_by_xi_standard_deviations_of_y(flat2):
     """LogEI(xi) on a posterior scores as LogEI() with the incumbent lowered by xi * std(y) (the data's
     standardization scale), for EI and PI alike; so log-EI is lower everywhere (EI and PI may underflow to 0)."""
-    from optim.integrated import AcquisitionFunction
+    from optim.integrated import AcquisitionFunction, formula
     from tests.conftest import fast_sample
     from zoo import GP
 
@@ -94,6 +94,7 @@ def test_margin_xi_lowers_the_incumbent_by_xi_standard_deviations_of_y(flat2):
         plain = AcquisitionFunction(post, acq(), best=best).values(rows)
         assert np.allclose(with_margin, lowered, rtol=1e-12, atol=0), acq
         assert np.all(with_margin < plain) if acq is LogEI else np.all(with_margin <= plain), acq
+        assert formula(acq(xi=xi)) == acq()  # xi acts through the incumbent: one compilation serves every xi
 
 
 def test_a_posterior_sample_that_cannot_predict_is_replaced_not_averaged_in(flat2):
