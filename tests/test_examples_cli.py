@@ -14,8 +14,9 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 # slow (suite time): the examples whose parts have default tests of their own (custom discrete sites in
-# test_discrete_moves, the additive model and message passing in test_additive, the treed GP in test_treed)
-SLOW_EXAMPLES = {"custom_surrogate.py", "additive_forest.py", "treed_partition.py"}
+# test_discrete_moves, the additive model and message passing in test_additive, the treed GP in test_treed,
+# simulation-based calibration and its plot in test_calibration)
+SLOW_EXAMPLES = {"custom_surrogate.py", "additive_forest.py", "treed_partition.py", "check_prior.py"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_EXAMPLES else n for n in
