@@ -264,7 +264,8 @@ def test_bo_with_message_passing_beats_random_search_and_reports_the_integrated_
     acqf = AcquisitionFunction(unpolished.posterior, unpolished.acquisition,
                                best=min(h["value"] for h in run.history[:8]), t=1)
     unpolished.tell(c, _additive_target(c))
-    assert unpolished.history[-1]["optimizer_info"]["polish_gain"] == 0.0
+    # the returned row is the best scored one, scored again alone (another padded batch: rounding at most)
+    assert unpolished.history[-1]["optimizer_info"]["polish_gain"] == pytest.approx(0.0, abs=1e-12)
     assert unpolished.history[-1]["acq_value"] == pytest.approx(acqf.values(space.encode(c)[None], 2)[0], rel=1e-9)
 
 

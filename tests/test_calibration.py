@@ -123,9 +123,9 @@ def reduced_case(name):
 # in the slow run only (suite time); each keeps default checks of its own: independent and jenatton (Jenatton
 # without and with shared weights) their exact density and the jenatton sampler's prior reproduction in
 # test_jenatton.py; addtree is calibrated here through addtree_shared, on the same sampler (its prior
-# reproduction, test_prior_reproduction.py, is in the slow run too); additive its graph moves against a tilted forest prior in test_additive.py;
-# treed_bayes (20 s, the largest) its partition moves' exact density change and the partition prior's
-# reproduction in test_treed.py
+# reproduction, test_prior_reproduction.py, is in the slow run too); additive its graph moves against a tilted
+# forest prior in test_additive.py; treed_bayes (20 s, the largest) its partition moves' exact density change and
+# the partition prior's reproduction in test_treed.py
 SLOW_CALIBRATIONS = {"independent", "jenatton", "addtree", "additive", "treed_bayes"}
 
 
