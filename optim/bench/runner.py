@@ -183,15 +183,16 @@ def run_cell(method: str, problem_name: str, seed: int, budget: int, n_init: int
                 surrogate = ABLATIONS[surrogate](problem.space)
             settings = dict(acquisition=acquisition, design=design, output_transform=transform,
                             deterministic=deterministic, batch_strategy=strategy)
-            if explore_paths(method):
+            epsilon, mip, passing = explore_paths(method), mip_options(method), message_passing_options(method)
+            if epsilon:
                 from optim.path_lbfgs import LBFGSConfig
-                settings["optimizer"] = LBFGSConfig(explore_paths=explore_paths(method))
-            if mip_options(method):
+                settings["optimizer"] = LBFGSConfig(explore_paths=epsilon)
+            if mip:
                 from optim.mip import MIPConfig
-                settings["optimizer"] = MIPConfig(**mip_options(method))
-            if message_passing_options(method):
+                settings["optimizer"] = MIPConfig(**mip)
+            if passing:
                 from optim.message_passing import MessagePassingConfig
-                settings["optimizer"] = MessagePassingConfig(**message_passing_options(method))
+                settings["optimizer"] = MessagePassingConfig(**passing)
             if q > 1:
                 history = run_batches(problem, surrogate, budget, seed, n_init, q, **settings)
             else:
