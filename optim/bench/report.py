@@ -584,7 +584,7 @@ def render_block(args: str, base_dir: str, load=load_records) -> str:
     `wilcoxon FILES --reference M --at B`,
     `periter FILES --at N..`, `regression FILE [--reference M]`, `regression-data FILE [--reference M]`, `timing FILE`, `compiles FILE`, `paths FILE`, `scaling FILE`, `f1 FILES --at B..`, `calibration FILE`, `parallel FILE [--at B]`, `journal FILE`,
     `match FILES --reference M --at B..`, `pathfinding FILES`, `cost FILES --reference M`,
-    `family FILES --reference M --at B..`, `mipstudy FILES`;
+    `family FILES --reference M --at B..`, `mipstudy FILES`, `recovery FILE`;
     FILES is a comma-separated list of results files. `--problems P..` and `--methods M..` keep those records only."""
     argv = shlex.split(args)
     kind, paths = argv[0], [os.path.join(base_dir, p) for p in argv[1].split(",")]
@@ -645,6 +645,9 @@ def render_block(args: str, base_dir: str, load=load_records) -> str:
         return path_finding_table(data)
     if kind == "cost":
         return cost_table(data, opts["reference"][0])
+    if kind == "recovery":
+        from optim.bench.recovery import recovery_table
+        return recovery_table(data)
     if kind == "family":
         return family_table(data, opts["reference"][0], [int(b) for b in opts.get("at", ["30"])])
     raise ValueError(f"unknown block kind {kind!r}")

@@ -31,6 +31,7 @@ from optim.mip import FORMULATIONS
 from optim.batch import BATCH_STRATEGIES
 from optim.parallel import tied_to_this_process
 from optim.bench import report
+from optim.bench.problems.additive import STRUCTURES
 from optim.transforms import OUTPUT_TRANSFORMS
 
 
@@ -490,6 +491,19 @@ def cmd_regression_data(args) -> int:
     return 0
 
 
+def cmd_recovery(args) -> int:
+    from optim.bench.recovery import recovery_cell, recovery_table
+
+    cells = [(args.structure, args.dim, n, seed, start, args.warmup, args.samples) for n in args.sizes
+             for seed in range(args.seeds) for start in args.starts]
+    run_cells("recovery", args.out, cells,
+              lambda r: (r["structure"], r["dim"], r["n"], r["seed"], r["start"], r["settings"]["warmup"],
+                         r["settings"]["samples"]), recovery_cell,
+              lambda r: f"{r['structure']}{r['dim']} n={r['n']} seed {r['seed']} {r['start']:>5s}: F1 {r['f1']:.2f}")
+    print(recovery_table(report.load_records(args.out)))
+    return 0
+
+
 def cmd_regression(args) -> int:
     cells = [(m, args.problem, n, s) for n in args.sizes for m in args.models for s in range(args.seeds)]
     run_cells("regression", args.out, cells, lambda r: (r["model"], r["problem"], r["n"], r["seed"]), regression_cell,
@@ -884,6 +898,16 @@ def main(argv=None) -> int:
     rd_.add_argument("--n-train", type=int, default=150)
     rd_.add_argument("--reference", default="bark", help="model the paired tests compare against")
     rd_.add_argument("--out", default="benchmarks/results/regression_data.jsonl")
+    rc = sub.add_parser("recovery", help="edge recovery of the additive posterior from n random points, cold vs "
+                                         "truth-started chains")
+    rc.add_argument("--structure", default="star", choices=STRUCTURES)
+    rc.add_argument("--dim", type=integer_at_least(3), default=20)
+    rc.add_argument("--sizes", nargs="+", type=integer_at_least(2), default=[50, 100, 200])
+    rc.add_argument("--seeds", type=integer_at_least(1), default=2)
+    rc.add_argument("--starts", nargs="+", default=["cold", "truth"], choices=["cold", "truth"])
+    rc.add_argument("--warmup", type=integer_at_least(1), default=150, help="warm-up sweeps (the BO loop's cold fit: 150)")
+    rc.add_argument("--samples", type=integer_at_least(1), default=50, help="draws per chain, 2 sweeps apart")
+    rc.add_argument("--out", required=True)
     bu = sub.add_parser("bark-updates", help="BARK tree-move likelihood: low-rank update vs fresh Cholesky")
     bu.add_argument("--sizes", nargs="+", type=int, default=[50, 150])
     bu.add_argument("--dim", type=int, default=10)
@@ -937,10 +961,11 @@ def main(argv=None) -> int:
         missing = [f for f in args.files if not os.path.exists(f)]
         if missing:
             p.error(f"no such results file: {', '.join(missing)}")
-    commands = {"run": cmd_run, "table": cmd_table, "timing": cmd_timing, "compiles": cmd_compiles, "paths": cmd_paths, "scaling": cmd_scaling,
-                "regression": cmd_regression, "regression-data": cmd_regression_data, "render": cmd_render, "bark-updates": cmd_bark_updates,
+    commands = {"run": cmd_run, "table": cmd_table, "timing": cmd_timing, "compiles": cmd_compiles,
+                "paths": cmd_paths, "scaling": cmd_scaling, "regression": cmd_regression,
+                "regression-data": cmd_regression_data, "render": cmd_render, "bark-updates": cmd_bark_updates,
                 "calibrate": cmd_calibrate, "parallel": cmd_parallel, "journal-cost": cmd_journal_cost,
-                "mip-study": cmd_mip_study}
+                "mip-study": cmd_mip_study, "recovery": cmd_recovery}
     try:
         return commands[args.command](args)
     except report.ResultsFileError as exc:
