@@ -3,6 +3,8 @@
 import functools
 import math
 
+import tests.xla_test_flags  # noqa: F401  (before JAX starts: see its docstring)
+
 import arviz as az
 import jax
 import numpy as np

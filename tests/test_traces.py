@@ -1,8 +1,8 @@
 """Full traces (configs, values, sources, acquisition values) of short seeded runs of every registered
 surrogate, pinned in tests/data/traces.json: a refactor that changes any number of a run shows here.
 Rewrite the file with `python -m tests.trace_runs` only for a change of numbers that is intended and
-explained (the git log says which). The traces hold bit for bit only on the processor and library
-versions they were written with (tests/trace_runs.py says why): elsewhere the comparison is skipped
+explained (the git log says which). The traces hold bit for bit only on the processor, library
+versions and XLA flags they were written with (tests/trace_runs.py says why): elsewhere the comparison is skipped
 with a message; `test_loop.py::test_save_load_resumes_bit_identically` still checks on any machine that a
 seed fixes the run."""
 
@@ -30,7 +30,8 @@ HEAVY = {"bark", "treed", "independent"}  # each compiles its own sampler and op
 def test_a_seeded_run_repeats_its_pinned_trace_exactly(name):
     if not SAME_MACHINE:
         pytest.skip(f"traces pinned on {FILE['fingerprint']}, this is {fingerprint()}: bit-identical runs are "
-                    "not expected across processors or library versions (python -m tests.trace_runs pins here)")
+                    "not expected across processors, library versions or XLA flags "
+                    "(python -m tests.trace_runs pins here)")
     history = run(name)
     assert [h["source"] for h in history] == [h["source"] for h in PINNED[name]]
     assert trace(history) == PINNED[name]

@@ -7,17 +7,21 @@ Add-Tree and Jenatton fixtures sample with.
 
 The same seed gives the same run bit for bit only on the same processor with the same numerical
 libraries: XLA compiles for the host's instruction set, and a last-bit difference grows through
-hundreds of MCMC steps into another run. The file therefore records the `fingerprint` of the machine
-and libraries it was written on, and the pinned traces are checked only where it matches.
+hundreds of MCMC steps into another run. The file therefore records the `fingerprint` of the machine,
+libraries and XLA flags (tests/xla_test_flags.py) it was written with, and the pinned traces are checked only
+where it matches.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import pathlib
 import platform
 from importlib.metadata import version
+
+import tests.xla_test_flags  # noqa: F401  (before JAX starts: the traces are pinned under the suite's XLA flags)
 
 from optim import SamplerSettings, minimize
 from optim.bench import get_problem
@@ -75,7 +79,7 @@ RUNS = {
 
 
 def fingerprint() -> dict:
-    """The processor (model and instruction-set flags, hashed) and the numerical libraries' versions."""
+    """The processor (model and instruction-set flags, hashed), the numerical libraries' versions and XLA_FLAGS."""
     cpu = {}
     try:
         for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
@@ -86,6 +90,7 @@ def fingerprint() -> dict:
         cpu["model name"] = platform.processor()
     return {"cpu": cpu.get("model name", ""), "cpu_flags": hashlib.sha256(cpu.get("flags", "").encode()).hexdigest()[:16],
             "machine": platform.machine(), "python": platform.python_version(),
+            "xla_flags": os.environ.get("XLA_FLAGS", ""),
             **{pkg: version(pkg) for pkg in ("jax", "jaxlib", "numpy", "scipy", "numpyro", "PySCIPOpt")}}
 
 
