@@ -32,6 +32,7 @@ from optim.batch import BATCH_STRATEGIES
 from optim.parallel import tied_to_this_process
 from optim.bench import report
 from optim.bench.problems.additive import STRUCTURES
+from optim.bench.recovery import STARTS
 from optim.transforms import OUTPUT_TRANSFORMS
 
 
@@ -904,7 +905,7 @@ def main(argv=None) -> int:
     rc.add_argument("--dim", type=integer_at_least(3), default=20)
     rc.add_argument("--sizes", nargs="+", type=integer_at_least(2), default=[50, 100, 200])
     rc.add_argument("--seeds", type=integer_at_least(1), default=2)
-    rc.add_argument("--starts", nargs="+", default=["cold", "truth"], choices=["cold", "truth"])
+    rc.add_argument("--starts", nargs="+", default=list(STARTS), choices=STARTS)
     rc.add_argument("--warmup", type=integer_at_least(1), default=150, help="warm-up sweeps (the BO loop's cold fit: 150)")
     rc.add_argument("--samples", type=integer_at_least(1), default=50, help="draws per chain, 2 sweeps apart")
     rc.add_argument("--out", required=True)
