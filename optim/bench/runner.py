@@ -569,6 +569,7 @@ def parallel_cell(problem_name: str, workers: int, seed: int, budget: int, n_ini
             "sleep": sleep, "propose_ahead": ahead, "optimum": problem.optimum,
             "values": [h["value"] for h in res.history],
             "tell_seconds": told, "fit_seconds": [h["fit_seconds"] for h in res.history],
+            "sources": [h["source"] for h in res.history],
             "seconds": time.perf_counter() - t0, "date": datetime.date.today().isoformat(), "versions": _versions()}
 
 
