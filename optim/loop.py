@@ -152,8 +152,7 @@ class BayesOpt:
     instance (`LBFGSConfig(...)`, `MIPConfig(...)`), or a (name, settings) pair. An optimizer the
     surrogate cannot serve is refused here, before any evaluation is spent.
     `batch_strategy`: how configurations in flight enter the next proposal ("believer" or "liar",
-    see optim.batch). The model proposes once `n_init` results are in; until then an ask past the design
-    (workers ahead of its results) continues the design's Sobol sequence. `journal`: a path; every ask and tell is appended to it as it happens
+    see optim.batch). `journal`: a path; every ask and tell is appended to it as it happens
     (optim.journal), and an existing journal of the same run is resumed (one of another run is refused).
     `output_transform`: None (a resumed journal's; otherwise the transform `surrogate="auto"` pairs with its
     pick, else "none"), "none", "log" or "yeo-johnson" (optim.transforms); the run's is `opt.output_transform`.
@@ -274,8 +273,6 @@ class BayesOpt:
                 config, source = self._design[step], "init"
             elif self.surrogate is None:
                 config, source = self._random(step), "random"
-            elif len(self.history) < self.n_init:  # part of the design is still in flight: see _design_point
-                config, source = self._design_point(step), "init:design-in-flight"
             elif len(obs := self.observations) < 2:
                 config, source = self._random(step), "random:too-few-observations"
             else:  # one MCMC fit per call; the other proposals of a batch condition it on the pending ones
@@ -290,18 +287,6 @@ class BayesOpt:
             self._pending.append(entry)
             out.append(dict(config))
         return out
-
-    def _design_point(self, step: int) -> dict:
-        """Point `step` of the design's scrambled-Sobol sequence, past its first n_init points.
-
-        Asked while fewer than n_init results are in (workers or a batch ahead of the design's results), a
-        model would be fitted on part of the design: with 4 workers and 7 initial points, the first model
-        proposal would come from 4 results. The sequence's next point (the same prefix for any length, so
-        the design itself is unchanged) spends that evaluation on filling the space instead. A sequential
-        run never gets here: it has told every design point before it asks for point n_init."""
-        if step >= len(self._design):
-            self._design = initial_design(self.space, max(step + 1, 2 * len(self._design)), self.seed, self.design)
-        return self._design[step]
 
     def _random(self, step: int) -> dict:
         return self.space.sample(1, seed=derive_seed(self.seed, step, Stream.RANDOM))[0]

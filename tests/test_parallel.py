@@ -17,7 +17,6 @@ import pytest
 
 from optim import BayesOpt, minimize
 from optim.journal import Journal, JournalLocked, read_journal
-from optim.loop import initial_design
 from tests import objectives
 from tests.conftest import FAST_OPTIMIZER, FAST_SAMPLER, process_gone
 from tests.trace_runs import N_INIT, RUNS, SEED, get_problem
@@ -95,24 +94,6 @@ def test_one_worker_on_an_executor_is_the_sequential_run_bit_for_bit(flat2):
         threaded = minimize(objectives.bowl, flat2, "gp", budget=7, seed=1, n_init=4, executor=pool, **FAST)
     for key in ("config", "value", "source", "acq_value"):
         assert [h[key] for h in threaded.history] == [h[key] for h in sequential.history]
-
-
-def test_asks_ahead_of_the_designs_results_continue_the_design_instead_of_fitting_on_part_of_it(flat2):
-    """4 initial points, 2 of them told: 3 more asks are the design's Sobol sequence continued (no model is
-    fitted on 2 points; the first 4 points are the design as a sequential run has it). Once the design's 4
-    results are in, the next ask is the model's."""
-    opt = BayesOpt(flat2, "gp", seed=3, n_init=4, **FAST)
-    design = opt.ask(4)
-    assert design == initial_design(flat2, 4, 3)
-    for c in design[:2]:
-        opt.tell(c, objectives.bowl(c))
-    ahead = opt.ask(3)
-    assert ahead == initial_design(flat2, 7, 3)[4:] and opt.posterior is None
-    for c in design[2:] + ahead:
-        opt.tell(c, objectives.bowl(c))
-    assert [h["source"] for h in opt.history] == ["init"] * 4 + ["init:design-in-flight"] * 3
-    opt.tell(opt.ask(), 0.0)
-    assert opt.history[-1]["source"] == "bo" and opt.posterior is not None
 
 
 # ---------------------------------------------------------------------- executors

@@ -66,12 +66,6 @@ def _log_regret(x):
     return np.log10(np.maximum(x, 1e-12))
 
 
-def is_design(source: str) -> bool:
-    """Whether an evaluation's source is the initial design ("init", or "init:design-in-flight": the design
-    continued while its results were out), i.e. not a BO iteration with a fit and an acquisition."""
-    return source.split(":")[0] == "init"
-
-
 def group(records) -> dict:
     groups: dict = {}
     for r in records:
@@ -93,7 +87,7 @@ def summarize(records, at, tol=1e-2) -> list[dict]:
         final = [regret_trace(r)[-1] for r in recs]
         row["hits"] = (sum(f < tol for f in final), len(final)) if known else None
         iters = [(f, a) for r in recs for f, a, s in zip(r["fit_seconds"], r["acq_seconds"], r["sources"])
-                 if not is_design(s)]
+                 if s not in ("init",)]
         row["fit_s"] = float(np.median([f for f, _ in iters])) if iters else 0.0  # median: compiles aside
         row["acq_s"] = float(np.median([a for _, a in iters])) if iters else 0.0
         row["run_s"] = float(np.median([r["seconds"] for r in recs]))
@@ -136,7 +130,7 @@ def cost_table(records, reference: str, bound: float = 2.0) -> str:
 
     def medians(recs):
         iters = [(f, a) for r in recs for f, a, s in zip(r["fit_seconds"], r["acq_seconds"], r["sources"])
-                 if not is_design(s)]
+                 if s != "init"]
         return tuple(float(np.median(x)) for x in ([f for f, _ in iters], [a for _, a in iters],
                                                    [f + a for f, a in iters]))
     groups = group(records)
@@ -363,7 +357,7 @@ def per_iteration_table(records, sizes) -> str:
         cells = [problem, method]
         for n in sizes:
             rows = [(r["fit_seconds"][n], r["acq_seconds"][n]) for r in recs
-                    if len(r["values"]) > n and not is_design(r["sources"][n])]
+                    if len(r["values"]) > n and r["sources"][n] not in ("init",)]
             if rows:
                 f, a = np.median([x for x, _ in rows]), np.median([x for _, x in rows])
                 cells.append(f"{_seconds(f)} + {_seconds(a)}")
