@@ -158,3 +158,22 @@ def test_sequential_and_batched_chains_are_the_same_chains(flat2, cold_too):
         assert not np.allclose(a.samples["outputscale"][0], a.samples["outputscale"][1])  # two chains
         for site in ("lengthscale", "outputscale", "noise", "mean"):
             np.testing.assert_allclose(a.samples[site], b.samples[site], rtol=1e-6, err_msg=site)
+
+
+def test_saas_posterior_finds_the_active_inputs():
+    """GP(saas=True) on a draw that varies along 2 of 6 inputs: the 95% intervals of the two active lengthscales
+    hold the truth, and every inert input's posterior median lengthscale is at least 10 times the longer active
+    one's (a sampler that ignored the data would leave all six at the prior's median, about 3)."""
+    from zoo import Real, Space
+    rng = np.random.default_rng(8)
+    X = rng.random((40, 6))
+    true_ls = np.array([0.25, 0.4, 1e6, 1e6, 1e6, 1e6])
+    y = gp_prior_draw(X, true_ls, 1.0, 1e-4, rng)
+    space = Space([Real(f"x{i}", 0.0, 1.0) for i in range(6)])
+    post = inference.sample(GP(space, saas=True), X, y, key=9, num_warmup=300, num_samples=300, num_chains=2)
+    ls = np.asarray(post.samples["lengthscale"]).reshape(-1, 6)
+    lo, hi = np.percentile(ls[:, :2], [2.5, 97.5], axis=0)
+    assert np.all(lo < true_ls[:2]) and np.all(true_ls[:2] < hi), (lo, hi)
+    median = np.median(ls, axis=0)
+    assert median[2:].min() > 10 * median[:2].max(), median
+    assert post.stats["diverging"].mean() < 0.01

@@ -71,3 +71,33 @@ def test_without_data_the_sampler_reproduces_the_prior(name):
         for j in range(draws.shape[1]):
             _compare(mcmc[..., j], draws[:, j], f"{name}:{site}[{j}]")
     assert post.stats["diverging"].mean() < 0.01
+
+
+def _saas_prior_check(surrogate, key=7):
+    """Draws of GP(saas=True) without data against independent prior draws: every sample site, and the
+    deterministic lengthscale (tau c)^(-1/2) against the same transform of the prior's tau and c draws."""
+    space = surrogate.space
+    post = inference.sample(surrogate, np.zeros((0, space.dim)), np.zeros(0), key=key, num_warmup=200,
+                            num_samples=400, num_chains=2)
+    data = make_data(np.zeros((0, space.dim)), np.zeros(0), size=post.data.mask.shape[0], fill_row=space.fill_row())
+    prior = _prior_draws(surrogate, data, jax.random.PRNGKey(key + 1))
+    assert {"saas_tau", "saas_c", "outputscale", "noise", "mean"} <= set(prior), sorted(prior)
+    tau, c = prior["saas_tau"][0], prior["saas_c"][0]
+    prior["lengthscale"] = (1.0 / np.sqrt(tau[:, None] * c), constraints.positive)
+    for site, (draws, support) in prior.items():
+        mcmc = np.asarray(post.samples[site], dtype=np.float64)
+        positive = support is constraints.positive
+        mcmc, draws = (np.log(mcmc), np.log(draws)) if positive else (mcmc, draws)
+        mcmc, draws = mcmc.reshape(mcmc.shape[:2] + (-1,)), draws.reshape(len(draws), -1)
+        for j in range(draws.shape[1]):
+            _compare(mcmc[..., j], draws[:, j], f"gp_saas:{site}[{j}]")
+    assert post.stats["diverging"].mean() < 0.01
+
+
+def test_without_data_the_saas_gp_reproduces_its_prior():
+    """The SAAS prior's half-Cauchy scales (log |Cauchy| has exponential tails) through NUTS. Power: the same
+    check on `inference.tempered(GP(space, saas=True), 0.75)` (a proper target, wider than the prior) failed at
+    its first site (saas_tau: 82.5% of draws below the prior's 90% quantile, 4.4 standard errors off)."""
+    from zoo import GP, Real, Space
+
+    _saas_prior_check(GP(Space([Real(f"x{i}", 0.0, 1.0) for i in range(3)]), saas=True))

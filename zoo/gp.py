@@ -51,11 +51,29 @@ def mixed_kernel(X1, X2, params, *, num_idx, cat_idx, base="matern52"):
     return K
 
 
-def gp_priors(n_num: int, n_cat: int, noise_loc=-4.0, noise_scale=1.0) -> dict:
-    """Priors of the baseline GP: ARD lengthscales, outputscale, noise variance, constant mean."""
+#: SAAS global shrinkage scale alpha: tau ~ HalfCauchy(alpha), alpha = 0.1 as in Eriksson & Jankowiak (2021)
+SAAS_ALPHA = 0.1
+
+
+def saas_lengthscales(n_num: int) -> jax.Array:
+    """Lengthscales under the SAAS prior (Eriksson & Jankowiak 2021): each inverse squared lengthscale
+    rho_d ~ HalfCauchy(tau) with a global tau ~ HalfCauchy(alpha), written non-centred as rho_d = tau c_d with
+    c_d ~ HalfCauchy(1) (the same law, an easier geometry for NUTS when the data say little). Most rho_d sit
+    near 0, i.e. most inputs switched off, unless the data ask for them. Sites ``saas_tau``, ``saas_c``;
+    ``lengthscale`` = rho^(-1/2) is recorded as a deterministic site."""
+    tau = numpyro.sample("saas_tau", dist.HalfCauchy(SAAS_ALPHA))
+    c = numpyro.sample("saas_c", dist.HalfCauchy(jnp.ones(n_num)).to_event(1))
+    return numpyro.deterministic("lengthscale", jax.lax.rsqrt(tau * c))
+
+
+def gp_priors(n_num: int, n_cat: int, noise_loc=-4.0, noise_scale=1.0, saas: bool = False) -> dict:
+    """Priors of the baseline GP: ARD lengthscales (dimension-scaled log-normal, or SAAS on the numeric inputs
+    with `saas`), outputscale, noise variance, constant mean."""
     dim = n_num + n_cat
     params = {}
-    if n_num:
+    if n_num and saas:
+        params["lengthscale"] = saas_lengthscales(n_num)
+    elif n_num:
         params["lengthscale"] = numpyro.sample("lengthscale", lengthscale_prior(dim).expand([n_num]).to_event(1))
     if n_cat:
         params["cat_lengthscale"] = numpyro.sample("cat_lengthscale", lengthscale_prior(dim).expand([n_cat]).to_event(1))
@@ -122,31 +140,36 @@ class GP(ExactGP, NoiselessForm):
 
     Sites: ``lengthscale`` [numeric dims], ``cat_lengthscale`` [categorical dims], ``outputscale``,
     ``noise`` (variance, standardized units), ``mean``; with ``warp=True`` also ``warp_a``, ``warp_b``
-    [numeric dims], the input warping of zoo.kernels.kumaraswamy_warp ("gp_warp"). On a conditional space it sees the flat
-    encoding: decisions are categorical columns, inactive columns hold a fixed fill value.
+    [numeric dims], the input warping of zoo.kernels.kumaraswamy_warp ("gp_warp"). With ``saas=True`` the numeric
+    lengthscales follow the SAAS prior of Eriksson & Jankowiak (2021) instead (sites ``saas_tau``, ``saas_c`` [numeric
+    dims]; ``lengthscale`` deterministic; "gp_saas"), the sparsity prior for spaces where few of many inputs matter.
+    On a conditional space it sees the flat encoding: decisions are categorical columns, inactive columns hold a
+    fixed fill value.
     """
 
     name = "gp"
 
-    def __init__(self, space: Space, kernel: str = "matern52", noise_prior=(-4.0, 1.0), warp: bool = False):
+    def __init__(self, space: Space, kernel: str = "matern52", noise_prior=(-4.0, 1.0), warp: bool = False,
+                 saas: bool = False):
         super().__init__(space)
         if kernel not in STATIONARY:
             raise ValueError(f"kernel must be one of {sorted(STATIONARY)}, got {kernel!r}")
-        if not isinstance(warp, (bool, np.bool_)):
-            raise TypeError(f"warp must be True or False, got {warp!r}")
-        self.warp = bool(warp)
-        if self.warp:
-            self.name = "gp_warp"
+        for flag, value in (("warp", warp), ("saas", saas)):
+            if not isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"{flag} must be True or False, got {value!r}")
+        self.warp, self.saas = bool(warp), bool(saas)
+        if self.warp or self.saas:
+            self.name = "gp" + "_warp" * self.warp + "_saas" * self.saas
         self.base_kernel = kernel
         self.noise_prior = tuple(noise_prior)
         self.num_idx = np.flatnonzero(space.kinds != CATEGORICAL)
         self.cat_idx = np.flatnonzero(space.kinds == CATEGORICAL)
 
     def config_key(self):
-        return (self.base_kernel, self.noise_prior, self.warp)
+        return (self.base_kernel, self.noise_prior, self.warp, self.saas)
 
     def sample_hyperparameters(self) -> dict:
-        params = gp_priors(len(self.num_idx), len(self.cat_idx), *self.noise_prior)
+        params = gp_priors(len(self.num_idx), len(self.cat_idx), *self.noise_prior, saas=self.saas)
         if self.warp and len(self.num_idx):  # Snoek et al. (2013) input warping; 004's "BO WARP" baseline
             shape = dist.LogNormal(*WARP_PRIOR).expand([len(self.num_idx)]).to_event(1)
             params["warp_a"] = numpyro.sample("warp_a", shape)
@@ -167,6 +190,6 @@ class GP(ExactGP, NoiselessForm):
         """Dims and coordinates naming each lengthscale after its parameter."""
         names = np.array(self.space.names)
         dims = {"lengthscale": ["numeric_param"], "cat_lengthscale": ["categorical_param"],
-                "warp_a": ["numeric_param"], "warp_b": ["numeric_param"]}
+                "warp_a": ["numeric_param"], "warp_b": ["numeric_param"], "saas_c": ["numeric_param"]}
         coords = {"numeric_param": list(names[self.num_idx]), "categorical_param": list(names[self.cat_idx])}
         return dims, coords

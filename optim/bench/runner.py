@@ -57,6 +57,11 @@ def _gp_warp(space):
     return GP(space, warp=True)
 
 
+def _gp_saas(space):
+    from zoo.gp import GP
+    return GP(space, saas=True)
+
+
 def _treed(**options):
     def build(space):
         from zoo.treed import Treed
@@ -67,6 +72,7 @@ def _treed(**options):
 #: ablations and variants run by the benchmarks, not registered in the library (each is a constructor option)
 ABLATIONS = {"additive_random": _additive_prior_graph,  # forests from the prior, ignoring the data (RDUCB-like)
              "gp_warp": _gp_warp,  # 004's "BO WARP" baseline: GP(space, warp=True)
+             "gp_saas": _gp_saas,  # the SAAS prior on the lengthscales (issue 16's high-dimensional peer, ours)
              "treed_warp": _treed(warp=True),  # 004's "HTBO WARP"
              "treed_mcmc": _treed(partition="mcmc"),  # the partition sampled under the weighted density
              "treed_bayes": _treed(partition="mcmc", likelihood="leaves")}  # tgp-like: leaf likelihoods only
