@@ -35,7 +35,7 @@ from optim.integrated import AcquisitionFunction
 from optim.journal import JOURNAL_FORMAT, KIND, Journal, is_journal, read_header, read_journal, write_json_atomically
 from optim.journal import write_journal_atomically
 from optim.parallel import SerialExecutor, as_executor, check_picklable, evaluate_concurrently
-from optim.registry import make_surrogate, optimizer_from_dict, optimizer_to_dict, resolve_optimizer
+from optim.registry import available, make_surrogate, optimizer_from_dict, optimizer_to_dict, resolve_optimizer
 from optim.transforms import check_output_transform, check_value_for, transform_outputs
 from zoo.base import NoiselessForm, Surrogate, offers
 from zoo.space import Space
@@ -402,6 +402,9 @@ class BayesOpt:
         acq = d["acquisition"]
         acquisition = (UCB(beta=acq["beta"]) if acq["name"] == "ucb"
                        else get_acquisition(acq["name"] + (f",xi={acq['xi']!r}" if acq.get("xi") else "")))
+        if surrogate is None and d["surrogate"] not in available():
+            raise ValueError(f"this run's surrogate ({d['surrogate']!r}) was an object, not a registered name; pass "
+                             "the same object again: BayesOpt.load(path, surrogate=...)")
         surrogate = surrogate if surrogate is not None else d["surrogate"]  # auto's pick, as recorded
         optimizer = None
         if d["optimizer"] is not None and surrogate != "random":
@@ -504,7 +507,7 @@ class BayesOpt:
         if differ:
             raise ValueError(f"{path} is a saved run of different settings (it differs in {', '.join(differ)}); "
                              "pass another path, or the same settings to resume it")
-        old = type(self)._from_settings(d, self.surrogate if self.surrogate_spec == "custom" else None)
+        old = type(self)._from_settings(d, self.surrogate)  # this run's own object: the settings matched above
         old._restore_snapshot(path, d)
         events = [header] + [{"event": "tell", "index": None, "record": h} for h in old.history]
         warm = None if old._warm is None else _tree_to_b64(old._warm._asdict())

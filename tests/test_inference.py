@@ -177,3 +177,6 @@ def test_saas_posterior_finds_the_active_inputs():
     median = np.median(ls, axis=0)
     assert median[2:].min() > 10 * median[:2].max(), median
     assert post.stats["diverging"].mean() < 0.01
+    posterior = post.to_arviz().posterior  # what an ArviZ user sees: the shrinkage and the implied lengthscales
+    assert posterior["saas_c"].dims[2:] == ("numeric_param",) and posterior["saas_tau"].dims == ("chain", "draw")
+    assert list(posterior["lengthscale"].coords["numeric_param"].values) == list(space.names)

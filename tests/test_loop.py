@@ -243,6 +243,21 @@ def test_acquisition_options_survive_save_load_and_default_settings_keep_their_k
     assert BayesOpt(flat2, "gp", **FAST).settings_dict()["acquisition"] == {"name": "logei", "beta": None}
 
 
+def test_a_run_of_a_surrogate_object_reloads_only_with_that_object(flat2, tmp_path):
+    """A surrogate given as an object whose name is not registered (GP(space, saas=True): "gp_saas") cannot be
+    rebuilt from the saved name: load says to pass it again, and does with it; a snapshot of such a run also
+    converts to a journal (the run's own object serves the conversion)."""
+    saas = GP(flat2, saas=True)
+    BayesOpt(flat2, saas, seed=0, **FAST).save(tmp_path / "run.json")
+    with pytest.raises(ValueError, match="pass the same object again"):
+        BayesOpt.load(tmp_path / "run.json")
+    assert BayesOpt.load(tmp_path / "run.json", surrogate=saas).surrogate.saas
+    with pytest.warns(UserWarning, match="converted to a journal"):
+        opt = BayesOpt(flat2, saas, seed=0, journal=tmp_path / "run.json", **FAST)
+    opt.journal.close()
+    assert BayesOpt.load(tmp_path / "run.json", surrogate=saas).surrogate_spec == "gp_saas"
+
+
 def test_deterministic_objective_makes_the_model_interpolate_and_survives_save_load(flat2, tmp_path):
     from zoo.base import NOISELESS_PRIOR
 
