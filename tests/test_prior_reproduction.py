@@ -47,6 +47,19 @@ def _compare(mcmc, prior, label):
         assert abs(below.mean() - p) < 4 * se, (label, p, below.mean(), se)
 
 
+def _compare_sites(post, prior, name):
+    """`_compare` on every element of every site in `prior` ({site: (draws, support)}), positive sites on the log
+    scale; and almost no divergent transitions."""
+    for site, (draws, support) in prior.items():
+        mcmc = np.asarray(post.samples[site], dtype=np.float64)
+        positive = support is constraints.positive
+        mcmc, draws = (np.log(mcmc), np.log(draws)) if positive else (mcmc, draws)
+        mcmc, draws = mcmc.reshape(mcmc.shape[:2] + (-1,)), draws.reshape(len(draws), -1)
+        for j in range(draws.shape[1]):
+            _compare(mcmc[..., j], draws[:, j], f"{name}:{site}[{j}]")
+    assert post.stats["diverging"].mean() < 0.01
+
+
 # slow (suite time: each compiles a sampler of its own): the default run reproduces the GP's prior (test_inference)
 # and calibrates Add-Tree with shared terms by SBC (test_calibration)
 @pytest.mark.slow
@@ -63,14 +76,7 @@ def test_without_data_the_sampler_reproduces_the_prior(name):
     data = make_data(np.zeros((0, space.dim)), np.zeros(0), size=post.data.mask.shape[0], fill_row=space.fill_row())
     prior = _prior_draws(surrogate, data, jax.random.PRNGKey(6))
     assert prior, name
-    for site, (draws, support) in prior.items():
-        mcmc = np.asarray(post.samples[site], dtype=np.float64)
-        positive = support is constraints.positive
-        mcmc, draws = (np.log(mcmc), np.log(draws)) if positive else (mcmc, draws)
-        mcmc, draws = mcmc.reshape(mcmc.shape[:2] + (-1,)), draws.reshape(len(draws), -1)
-        for j in range(draws.shape[1]):
-            _compare(mcmc[..., j], draws[:, j], f"{name}:{site}[{j}]")
-    assert post.stats["diverging"].mean() < 0.01
+    _compare_sites(post, prior, name)
 
 
 def _saas_prior_check(surrogate, key=7):
@@ -84,14 +90,7 @@ def _saas_prior_check(surrogate, key=7):
     assert {"saas_tau", "saas_c", "outputscale", "noise", "mean"} <= set(prior), sorted(prior)
     tau, c = prior["saas_tau"][0], prior["saas_c"][0]
     prior["lengthscale"] = (1.0 / np.sqrt(tau[:, None] * c), constraints.positive)
-    for site, (draws, support) in prior.items():
-        mcmc = np.asarray(post.samples[site], dtype=np.float64)
-        positive = support is constraints.positive
-        mcmc, draws = (np.log(mcmc), np.log(draws)) if positive else (mcmc, draws)
-        mcmc, draws = mcmc.reshape(mcmc.shape[:2] + (-1,)), draws.reshape(len(draws), -1)
-        for j in range(draws.shape[1]):
-            _compare(mcmc[..., j], draws[:, j], f"gp_saas:{site}[{j}]")
-    assert post.stats["diverging"].mean() < 0.01
+    _compare_sites(post, prior, "gp_saas")
 
 
 def test_without_data_the_saas_gp_reproduces_its_prior():
