@@ -87,7 +87,7 @@ def summarize(records, at, tol=1e-2) -> list[dict]:
         final = [regret_trace(r)[-1] for r in recs]
         row["hits"] = (sum(f < tol for f in final), len(final)) if known else None
         iters = [(f, a) for r in recs for f, a, s in zip(r["fit_seconds"], r["acq_seconds"], r["sources"])
-                 if s not in ("init",)]
+                 if s != "init"]
         row["fit_s"] = float(np.median([f for f, _ in iters])) if iters else 0.0  # median: compiles aside
         row["acq_s"] = float(np.median([a for _, a in iters])) if iters else 0.0
         row["run_s"] = float(np.median([r["seconds"] for r in recs]))
@@ -357,7 +357,7 @@ def per_iteration_table(records, sizes) -> str:
         cells = [problem, method]
         for n in sizes:
             rows = [(r["fit_seconds"][n], r["acq_seconds"][n]) for r in recs
-                    if len(r["values"]) > n and r["sources"][n] not in ("init",)]
+                    if len(r["values"]) > n and r["sources"][n] != "init"]
             if rows:
                 f, a = np.median([x for x, _ in rows]), np.median([x for _, x in rows])
                 cells.append(f"{_seconds(f)} + {_seconds(a)}")

@@ -52,14 +52,11 @@ def _additive_prior_graph(space):
     return Additive(space, graph="prior")
 
 
-def _gp_warp(space):
-    from zoo.gp import GP
-    return GP(space, warp=True)
-
-
-def _gp_saas(space):
-    from zoo.gp import GP
-    return GP(space, saas=True)
+def _gp(**options):
+    def build(space):
+        from zoo.gp import GP
+        return GP(space, **options)
+    return build
 
 
 def _treed(**options):
@@ -71,8 +68,8 @@ def _treed(**options):
 
 #: ablations and variants run by the benchmarks, not registered in the library (each is a constructor option)
 ABLATIONS = {"additive_random": _additive_prior_graph,  # forests from the prior, ignoring the data (RDUCB-like)
-             "gp_warp": _gp_warp,  # 004's "BO WARP" baseline: GP(space, warp=True)
-             "gp_saas": _gp_saas,  # the SAAS prior on the lengthscales (issue 16's high-dimensional peer, ours)
+             "gp_warp": _gp(warp=True),  # 004's "BO WARP" baseline: GP(space, warp=True)
+             "gp_saas": _gp(saas=True),  # the SAAS prior on the lengthscales (issue 16's high-dimensional peer, ours)
              "treed_warp": _treed(warp=True),  # 004's "HTBO WARP"
              "treed_mcmc": _treed(partition="mcmc"),  # the partition sampled under the weighted density
              "treed_bayes": _treed(partition="mcmc", likelihood="leaves")}  # tgp-like: leaf likelihoods only
