@@ -35,7 +35,8 @@ from optim.integrated import AcquisitionFunction
 from optim.journal import JOURNAL_FORMAT, KIND, Journal, is_journal, read_header, read_journal, write_json_atomically
 from optim.journal import write_journal_atomically
 from optim.parallel import SerialExecutor, as_executor, check_picklable, evaluate_concurrently
-from optim.registry import available, make_surrogate, optimizer_from_dict, optimizer_to_dict, resolve_optimizer
+from optim.registry import (available, make_surrogate, optimizer_from_dict, optimizer_to_dict, resolve_optimizer,
+                            surrogate_from_dict, surrogate_to_dict)
 from optim.transforms import check_output_transform, check_value_for, transform_outputs
 from zoo.base import NoiselessForm, Surrogate, offers
 from zoo.space import Space
@@ -182,6 +183,9 @@ class BayesOpt:
         self.surrogate_spec = (surrogate if isinstance(surrogate, str)
                                else surrogate.name if isinstance(surrogate, Surrogate) else "custom")
         self.surrogate = make_surrogate(surrogate, space)
+        # the model as built (class and options, before the noiseless switch): a journal rebuilds it from this
+        self._surrogate_as_built = self.surrogate
+        self.surrogate_record = None if self.surrogate is None else surrogate_to_dict(self.surrogate)
         if self.deterministic:  # the user declares y exact: the model's noise prior moves near zero
             if self.surrogate is None:
                 raise ValueError("deterministic=True needs a model; random search has no noise to switch off")
@@ -376,6 +380,7 @@ class BayesOpt:
         acq = self.acquisition
         return {
             "space": self.space.to_dict(), "surrogate": self.surrogate_spec,
+            "surrogate_model": self.surrogate_record,
             "acquisition": {"name": acq.name, "beta": acq.beta if isinstance(acq, UCB) else None,
                             **({"xi": acq.xi} if isinstance(acq, ImprovementMargin) and acq.xi else {})},
             "seed": self.seed, "n_init": self.n_init, "design": self.design, "output_transform": self.output_transform,
@@ -402,7 +407,9 @@ class BayesOpt:
         acq = d["acquisition"]
         acquisition = (UCB(beta=acq["beta"]) if acq["name"] == "ucb"
                        else get_acquisition(acq["name"] + (f",xi={acq['xi']!r}" if acq.get("xi") else "")))
-        if surrogate is None and d["surrogate"] not in available():
+        if d.get("surrogate_model") is not None:  # the model's class and options (recorded since 2026-11-27)
+            surrogate = surrogate_from_dict(d["surrogate_model"], space, surrogate)
+        elif surrogate is None and d["surrogate"] not in available():
             raise ValueError(f"this run's surrogate ({d['surrogate']!r}) was an object, not a registered name; pass "
                              "the same object again: BayesOpt.load(path, surrogate=...)")
         surrogate = surrogate if surrogate is not None else d["surrogate"]  # auto's pick, as recorded
@@ -487,7 +494,9 @@ class BayesOpt:
                 # "auto" is how the surrogate was named, not a setting: a run begun with "auto" resumes under
                 # the surrogate it picked, named or auto's (if auto's rules changed since, "surrogate" differs)
                 stored = _with_defaults(first["run"])
-                differ = [k for k in header["run"] if k != "auto" and stored.get(k) != header["run"][k]]
+                # a journal written before the model's options were recorded is compared on the name alone
+                differ = [k for k in header["run"] if k != "auto" and stored.get(k) != header["run"][k]
+                          and (k != "surrogate_model" or k in stored)]
                 if differ:
                     raise ValueError(
                         f"{path} holds a different run (it differs in {', '.join(differ)}); pass another path, "
@@ -507,7 +516,7 @@ class BayesOpt:
         if differ:
             raise ValueError(f"{path} is a saved run of different settings (it differs in {', '.join(differ)}); "
                              "pass another path, or the same settings to resume it")
-        old = type(self)._from_settings(d, self.surrogate)  # this run's own object: the settings matched above
+        old = type(self)._from_settings(d, self._surrogate_as_built)  # this run's own: the settings matched above
         old._restore_snapshot(path, d)
         events = [header] + [{"event": "tell", "index": None, "record": h} for h in old.history]
         warm = None if old._warm is None else _tree_to_b64(old._warm._asdict())

@@ -8,8 +8,11 @@ spent) why none fits.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
 from typing import Callable
+
+import numpy as np
 
 from optim.auto import AUTO, choose_surrogate
 from optim.conditional_search import addtree_ucb_search, two_step_search
@@ -166,6 +169,44 @@ def register_surrogate(name: str, factory: Callable[[Space], Surrogate]) -> None
         meaning = "a pick by optim.auto" if name == AUTO else "no model"
         raise ValueError(f"the surrogate name {name!r} is reserved: surrogate={name!r} means {meaning}")
     SURROGATES[name] = factory
+
+
+#: the zoo's own surrogate classes: a run of any of them, with any options, is rebuilt from its journal alone
+ZOO_CLASSES = {cls.__name__: cls for cls in (GP, AddTree, Jenatton, BARK, Additive, Treed)}
+
+
+def surrogate_to_dict(model: Surrogate) -> dict:
+    """What a journal records of the run's model: its class (the zoo's by name, a user's by import path) and
+    the options that rebuild it (`Surrogate.options`), as JSON values."""
+    cls = type(model)
+    name = cls.__name__ if ZOO_CLASSES.get(cls.__name__) is cls else f"{cls.__module__}.{cls.__qualname__}"
+    options = json.loads(json.dumps(model.options(), default=_plain))
+    return {"class": name, "options": options}
+
+
+def _plain(value):
+    """NumPy scalars as Python numbers, for JSON."""
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"a surrogate option must be a JSON value, got {value!r}")
+
+
+def surrogate_from_dict(record: dict, space: Space, given: Surrogate | None = None) -> Surrogate:
+    """The model a journal records: `given` after checking it is the same (class and options), else the zoo
+    class rebuilt from its options; a user's class cannot be rebuilt and must be given again."""
+    if given is not None:
+        mine = surrogate_to_dict(given)
+        if mine != record:
+            differ = ("class" if mine["class"] != record["class"] else
+                      ", ".join(sorted(k for k in set(mine["options"]) | set(record["options"])
+                                       if mine["options"].get(k) != record["options"].get(k))))
+            raise ValueError(f"the surrogate passed is not the run's: it differs in {differ} (the run's: "
+                             f"{record['class']} with {record['options']})")
+        return given
+    if record["class"] not in ZOO_CLASSES:
+        raise ValueError(f"this run's surrogate is a {record['class']} object, which a journal cannot rebuild; pass "
+                         "the same object again: BayesOpt.load(path, surrogate=...)")
+    return ZOO_CLASSES[record["class"]](space, **record["options"])
 
 
 def make_surrogate(surrogate, space: Space):

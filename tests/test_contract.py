@@ -139,3 +139,32 @@ def test_no_library_module_reads_a_models_private_arrays_or_sniffs_its_attribute
              for i, line in enumerate(p.read_text().splitlines())
              if any(re.search(pattern, line) for pattern in PRIVATE_READS)]
     assert found == []
+
+
+def test_every_zoo_model_is_rebuilt_from_its_recorded_class_and_options():
+    """What a journal records of a model (optim.registry.surrogate_to_dict) rebuilds an equal model (same class and
+    config_key, hence the same compiled code), for every registered name and for options other than the defaults;
+    a record whose options differ from a given model's is refused, naming the option."""
+    import json
+
+    from optim.registry import SURROGATES, surrogate_from_dict, surrogate_to_dict
+    from zoo.additive import Additive
+    from zoo.bark import BARK
+    from zoo.treed import Treed
+
+    flat = Space([Real("a", 0.0, 1.0), Real("b", -1.0, 2.0), Real("c", 0.0, 5.0)])
+    tree = jenatton_small().space
+    models = [SURROGATES[name](tree if name in ("addtree", "addtree_shared", "jenatton", "independent") else flat)
+              for name in sorted(SURROGATES)]
+    models += [GP(flat, kernel="rbf", noise_prior=(-6.0, 0.5), warp=True, saas=True),
+               Additive(flat, gamma=0.3, graph="prior"),
+               BARK(flat, num_trees=7, alpha=0.9, beta=1.5, nu=4.0, q=0.8, max_depth=4, update="cholesky"),
+               Treed(flat, partition="mcmc", warp=True, max_depth=2, min_leaf=3, tie=None, likelihood="leaves"),
+               AddTree(tree, pooled=True, interactions=True), Jenatton(tree, shared=False)]
+    for model in models:
+        record = json.loads(json.dumps(surrogate_to_dict(model)))  # as a journal stores it
+        rebuilt = surrogate_from_dict(record, model.space)
+        assert type(rebuilt) is type(model) and rebuilt.config_key() == model.config_key(), model
+        assert rebuilt.name == model.name
+    with pytest.raises(ValueError, match="differs in saas"):
+        surrogate_from_dict(surrogate_to_dict(GP(flat)), flat, given=GP(flat, saas=True))

@@ -243,19 +243,48 @@ def test_acquisition_options_survive_save_load_and_default_settings_keep_their_k
     assert BayesOpt(flat2, "gp", **FAST).settings_dict()["acquisition"] == {"name": "logei", "beta": None}
 
 
-def test_a_run_of_a_surrogate_object_reloads_only_with_that_object(flat2, tmp_path):
-    """A surrogate given as an object whose name is not registered (GP(space, saas=True): "gp_saas") cannot be
-    rebuilt from the saved name: load says to pass it again, and does with it; a snapshot of such a run also
-    converts to a journal (the run's own object serves the conversion)."""
+def test_a_run_reloads_with_the_model_it_was_built_with(flat2, tmp_path):
+    """The journal records the model's class and options: a zoo model with any options (a name not registered,
+    GP(space, saas=True): "gp_saas"; a registered name with other options, Additive(space, gamma=0.5)) reloads
+    as built; resuming it under other options is refused; a snapshot of such a run converts to a journal."""
+    from zoo.additive import Additive
+
     saas = GP(flat2, saas=True)
     BayesOpt(flat2, saas, seed=0, **FAST).save(tmp_path / "run.json")
-    with pytest.raises(ValueError, match="pass the same object again"):
-        BayesOpt.load(tmp_path / "run.json")
-    assert BayesOpt.load(tmp_path / "run.json", surrogate=saas).surrogate.saas
+    assert BayesOpt.load(tmp_path / "run.json").surrogate.saas  # rebuilt from the record, no object needed
     with pytest.warns(UserWarning, match="converted to a journal"):
         opt = BayesOpt(flat2, saas, seed=0, journal=tmp_path / "run.json", **FAST)
     opt.journal.close()
-    assert BayesOpt.load(tmp_path / "run.json", surrogate=saas).surrogate_spec == "gp_saas"
+    assert BayesOpt.load(tmp_path / "run.json").surrogate_spec == "gp_saas"
+
+    sparse = Additive(flat2, gamma=0.5)
+    BayesOpt(flat2, sparse, seed=0, sampler=FAST_SAMPLER, journal=tmp_path / "add.jsonl").journal.close()
+    assert BayesOpt.load(tmp_path / "add.jsonl").surrogate == sparse  # not the registered "additive" (gamma None)
+    with pytest.raises(ValueError, match="differs in surrogate_model"):
+        BayesOpt(flat2, "additive", seed=0, sampler=FAST_SAMPLER, journal=tmp_path / "add.jsonl")
+    with pytest.raises(ValueError, match="differs in gamma"):
+        BayesOpt.load(tmp_path / "add.jsonl", surrogate=Additive(flat2))
+
+
+def test_a_run_of_a_user_surrogate_class_reloads_only_with_that_object(flat2, tmp_path):
+    """A user's class (here a subclass of GP that keeps its name "gp") cannot be rebuilt from a journal: load
+    says to pass it again, takes it, and refuses a model of another class; a journal from before the model was
+    recorded loads from the name, as it did."""
+
+    class MyGP(GP):
+        pass
+
+    mine = MyGP(flat2)
+    BayesOpt(flat2, mine, seed=0, **FAST).save(tmp_path / "run.json")
+    with pytest.raises(ValueError, match="pass the same object again"):
+        BayesOpt.load(tmp_path / "run.json")
+    assert type(BayesOpt.load(tmp_path / "run.json", surrogate=mine).surrogate) is MyGP
+    with pytest.raises(ValueError, match="differs in class"):
+        BayesOpt.load(tmp_path / "run.json", surrogate=GP(flat2))
+    legacy = json.loads((tmp_path / "run.json").read_text())
+    del legacy["surrogate_model"]
+    (tmp_path / "run.json").write_text(json.dumps(legacy))
+    assert type(BayesOpt.load(tmp_path / "run.json").surrogate) is GP
 
 
 def test_deterministic_objective_makes_the_model_interpolate_and_survives_save_load(flat2, tmp_path):

@@ -117,6 +117,9 @@ class Additive(ExactGP, NoiselessForm, DependencyForest, StructureMoves):
     def config_key(self):
         return (self.gamma, self.noise_prior, self.graph)
 
+    def options(self) -> dict:
+        return {"gamma": self.gamma, "noise_prior": list(self.noise_prior), "graph": self.graph}
+
     def offers(self, capability: type) -> bool:
         """The move context (the forest prior) serves only the prior-walk ablation."""
         return capability is not StructureMoves or self.graph == "prior"

@@ -188,6 +188,10 @@ class AddTree(ExactGP, AdditiveComponents, PathLocalPredictions, NoiselessForm):
     def config_key(self):
         return (self.noise_prior, self.pooled, self.interactions, self.share_like)
 
+    def options(self) -> dict:
+        return {"noise_prior": list(self.noise_prior), "pooled": self.pooled, "interactions": self.interactions,
+                "share_like": self.share_like}
+
     @property
     def additive(self) -> bool:
         """Whether the posterior splits into per-vertex components (Algorithm 2 needs it). Shared terms

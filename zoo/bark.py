@@ -209,6 +209,10 @@ class BARK(Surrogate, StructureMoves, ForestPosterior, CoordinateMoments):
     def config_key(self):
         return (self.num_trees, self.spec.key(), self.nu, self.q, self.update)
 
+    def options(self) -> dict:
+        return {"num_trees": self.num_trees, "alpha": self.spec.alpha, "beta": self.spec.beta, "nu": self.nu,
+                "q": self.q, "max_depth": self.spec.max_depth, "update": self.update}
+
     # ---------------------------------------------------------------- model
     def forest_prior(self) -> BARTPrior:
         return BARTPrior(self.spec, self.num_trees)

@@ -144,6 +144,11 @@ class Surrogate:
         """Everything that defines the model besides the space; override to share compilations."""
         return (id(self),)
 
+    def options(self) -> dict:
+        """The keyword arguments (JSON values) that rebuild this model on its space, `type(self)(space,
+        **options)`: what a run's journal records so that it resumes with the same model. Default: none."""
+        return {}
+
     def __eq__(self, other):
         return (type(self) is type(other) and self.space.key == other.space.key
                 and self.config_key() == other.config_key())

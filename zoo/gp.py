@@ -168,6 +168,9 @@ class GP(ExactGP, NoiselessForm):
     def config_key(self):
         return (self.base_kernel, self.noise_prior, self.warp, self.saas)
 
+    def options(self) -> dict:
+        return {"kernel": self.base_kernel, "noise_prior": list(self.noise_prior), "warp": self.warp, "saas": self.saas}
+
     def sample_hyperparameters(self) -> dict:
         params = gp_priors(len(self.num_idx), len(self.cat_idx), *self.noise_prior, saas=self.saas)
         if self.warp and len(self.num_idx):  # Snoek et al. (2013) input warping; 004's "BO WARP" baseline

@@ -85,6 +85,9 @@ class Jenatton(Surrogate, PathPredictions, NoiselessForm):
     def config_key(self):
         return (self.shared, self.noise_prior)
 
+    def options(self) -> dict:
+        return {"shared": self.shared, "noise_prior": list(self.noise_prior)}
+
     def offers(self, capability) -> bool:
         """Path-level predictions only with the shared weights c (without them every path's value is its offset)."""
         return self.shared if capability is PathPredictions else True

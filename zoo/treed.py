@@ -332,6 +332,11 @@ class Treed(Surrogate, NoiselessForm, StructureMoves):
     def config_key(self):
         return (self.partition, self.warp, self.min_leaf, self.spec.key(), self.noise_prior, self.tie, self.weights)
 
+    def options(self) -> dict:
+        return {"partition": self.partition, "warp": self.warp, "max_depth": self.spec.max_depth,
+                "min_leaf": self.min_leaf, "alpha": self.spec.alpha, "beta": self.spec.beta,
+                "noise_prior": list(self.noise_prior), "tie": self.tie, "likelihood": self.likelihood}
+
     def offers(self, capability: type) -> bool:
         """The tree moves (StructureMoves) exist only when the partition is sampled."""
         return capability is not StructureMoves or self.partition == "mcmc"
