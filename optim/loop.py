@@ -35,8 +35,8 @@ from optim.integrated import AcquisitionFunction
 from optim.journal import JOURNAL_FORMAT, KIND, Journal, is_journal, read_header, read_journal, write_json_atomically
 from optim.journal import write_journal_atomically
 from optim.parallel import SerialExecutor, as_executor, check_picklable, evaluate_concurrently
-from optim.registry import (available, make_surrogate, optimizer_from_dict, optimizer_to_dict, resolve_optimizer,
-                            surrogate_from_dict, surrogate_to_dict)
+from optim.registry import (NOISELESS, available, make_surrogate, optimizer_from_dict, optimizer_to_dict,
+                            resolve_optimizer, surrogate_from_dict, surrogate_to_dict)
 from optim.transforms import check_output_transform, check_value_for, transform_outputs
 from zoo.base import NoiselessForm, Surrogate, offers
 from zoo.space import Space
@@ -191,8 +191,7 @@ class BayesOpt:
                 raise ValueError("deterministic=True needs a model; random search has no noise to switch off")
             if not offers(self.surrogate, NoiselessForm):
                 raise ValueError(f"the {self.surrogate.name!r} surrogate has no noiseless form (deterministic=True "
-                                 "needs a model that offers zoo.base.NoiselessForm: gp, addtree, addtree_shared, "
-                                 "jenatton, independent)")
+                                 "needs a model that offers zoo.base.NoiselessForm: " + ", ".join(NOISELESS) + ")")
             self.surrogate = self.surrogate.noiseless()
         if acquisition is None:  # the surrogate's own choice (UCB for BARK, log-EI for the others)
             acquisition = self.surrogate.default_acquisition if self.surrogate is not None else "logei"

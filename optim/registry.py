@@ -38,6 +38,9 @@ SURROGATES: dict[str, Callable[[Space], Surrogate]] = {
     "treed": Treed,  # 004's HTBO: the partition rebuilt by Eq. 5 every iteration (variants: zoo.treed.Treed options)
 }
 
+#: the registered surrogates that offer a noiseless form (`deterministic=True`); a contract test keeps it true
+NOISELESS = ("gp", "additive", "addtree", "addtree_shared", "jenatton", "independent", "treed")
+
 
 @dataclass(frozen=True)
 class OptimizerEntry:

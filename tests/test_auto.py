@@ -26,7 +26,7 @@ def _flat(n_real, n_integer=0, n_categorical=0):
     (_flat(HIGH_DIMENSIONAL - 1), False, "gp"),
     (_flat(HIGH_DIMENSIONAL - 5, n_integer=5), False, "additive"),  # 20 numeric columns
     (_flat(40), False, "additive"),
-    (_flat(40), True, "gp"),  # declared exact: the additive forest has no noiseless form
+    (_flat(40), True, "additive"),  # declared exact: the additive forest's noiseless form
     (_flat(25, n_categorical=1), False, "gp"),  # mixed
     (Space(Node("root", choice="a", children={0: Node("l"), 1: Node("r")})), False, "gp"),  # decisions only
 ])

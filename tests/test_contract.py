@@ -147,15 +147,17 @@ def test_every_zoo_model_is_rebuilt_from_its_recorded_class_and_options():
     a record whose options differ from a given model's is refused, naming the option."""
     import json
 
-    from optim.registry import SURROGATES, surrogate_from_dict, surrogate_to_dict
+    from optim.registry import NOISELESS, SURROGATES, surrogate_from_dict, surrogate_to_dict
     from zoo.additive import Additive
     from zoo.bark import BARK
     from zoo.treed import Treed
 
     flat = Space([Real("a", 0.0, 1.0), Real("b", -1.0, 2.0), Real("c", 0.0, 5.0)])
     tree = jenatton_small().space
-    models = [SURROGATES[name](tree if name in ("addtree", "addtree_shared", "jenatton", "independent") else flat)
-              for name in sorted(SURROGATES)]
+    registered = {name: SURROGATES[name](tree if name in ("addtree", "addtree_shared", "jenatton", "independent")
+                                         else flat) for name in sorted(SURROGATES)}
+    assert {n for n, m in registered.items() if offers(m, NoiselessForm)} == set(NOISELESS)  # the refusal's list
+    models = list(registered.values())
     models += [GP(flat, kernel="rbf", noise_prior=(-6.0, 0.5), warp=True, saas=True),
                Additive(flat, gamma=0.3, graph="prior"),
                BARK(flat, num_trees=7, alpha=0.9, beta=1.5, nu=4.0, q=0.8, max_depth=4, update="cholesky"),
