@@ -407,7 +407,8 @@ class BayesOpt:
         acquisition = (UCB(beta=acq["beta"]) if acq["name"] == "ucb"
                        else get_acquisition(acq["name"] + (f",xi={acq['xi']!r}" if acq.get("xi") else "")))
         if d.get("surrogate_model") is not None:  # the model's class and options (recorded since 2026-11-27)
-            surrogate = surrogate_from_dict(d["surrogate_model"], space, surrogate)
+            given = make_surrogate(surrogate, space) if isinstance(surrogate, str) else surrogate
+            surrogate = surrogate_from_dict(d["surrogate_model"], space, given)
         elif surrogate is None and d["surrogate"] not in available():
             raise ValueError(f"this run's surrogate ({d['surrogate']!r}) was an object, not a registered name; pass "
                              "the same object again: BayesOpt.load(path, surrogate=...)")
@@ -427,7 +428,8 @@ class BayesOpt:
     @classmethod
     def load(cls, path, surrogate=None) -> "BayesOpt":
         """Resume a journal or a saved snapshot, read-only (to append to a journal, construct the run with
-        ``journal=path``); pass `surrogate=` for a custom (unregistered) surrogate object."""
+        ``journal=path``). The zoo's models are rebuilt from the recorded class and options; a model of your own
+        class is passed again as `surrogate=` (checked against the record)."""
         if is_journal(path):
             records = read_journal(path)
             opt = cls._from_settings(records[0]["run"], surrogate)
