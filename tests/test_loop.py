@@ -264,11 +264,18 @@ def test_a_run_reloads_with_the_model_it_was_built_with(flat2, tmp_path):
         BayesOpt(flat2, "additive", seed=0, sampler=FAST_SAMPLER, journal=tmp_path / "add.jsonl")
     with pytest.raises(ValueError, match="differs in gamma"):
         BayesOpt.load(tmp_path / "add.jsonl", surrogate=Additive(flat2))
+    # a journal from before the model was recorded resumes under its name, as it did
+    lines = (tmp_path / "add.jsonl").read_text().splitlines()
+    header = json.loads(lines[0])
+    del header["run"]["surrogate_model"]
+    (tmp_path / "old.jsonl").write_text("\n".join([json.dumps(header)] + lines[1:]) + "\n")
+    with BayesOpt(flat2, "additive", seed=0, sampler=FAST_SAMPLER, journal=tmp_path / "old.jsonl") as resumed:
+        assert resumed.surrogate == Additive(flat2)
 
 
 def test_a_run_of_a_user_surrogate_class_reloads_only_with_that_object(flat2, tmp_path):
     """A user's class (here a subclass of GP that keeps its name "gp") cannot be rebuilt from a journal: load
-    says to pass it again, takes it, and refuses a model of another class; a journal from before the model was
+    says to pass it again, takes it, and refuses a model of another class; a snapshot from before the model was
     recorded loads from the name, as it did."""
 
     class MyGP(GP):
