@@ -114,9 +114,6 @@ class Additive(ExactGP, NoiselessForm, DependencyForest, StructureMoves):
         self.gamma = gamma
         self.noise_prior = tuple(noise_prior)
 
-    def config_key(self):
-        return (self.gamma, self.noise_prior, self.graph)
-
     def options(self) -> dict:
         return {"gamma": self.gamma, "noise_prior": list(self.noise_prior), "graph": self.graph}
 

@@ -185,9 +185,6 @@ class AddTree(ExactGP, AdditiveComponents, PathLocalPredictions, NoiselessForm):
             vertex_cat[v, :len(vertex.categorical_cols)] = vertex.categorical_cols
         return PathTerms(**tables, vertex_num_cols=vertex_num, vertex_cat_cols=vertex_cat)
 
-    def config_key(self):
-        return (self.noise_prior, self.pooled, self.interactions, self.share_like)
-
     def options(self) -> dict:
         return {"noise_prior": list(self.noise_prior), "pooled": self.pooled, "interactions": self.interactions,
                 "share_like": self.share_like}

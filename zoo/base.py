@@ -141,8 +141,12 @@ class Surrogate:
 
     # --- identity: equal configurations share compiled (jitted) code -----------------------
     def config_key(self) -> tuple:
-        """Everything that defines the model besides the space; override to share compilations."""
-        return (id(self),)
+        """Everything that defines the model besides the space: its `options` where it declares them (equal
+        options share compiled code), else its identity; override where more than the options defines it."""
+        options = self.options()
+        if not options:
+            return (id(self),)
+        return tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(options.items()))
 
     def options(self) -> dict:
         """The keyword arguments (JSON values) that rebuild this model on its space, `type(self)(space,

@@ -165,9 +165,6 @@ class GP(ExactGP, NoiselessForm):
         self.num_idx = np.flatnonzero(space.kinds != CATEGORICAL)
         self.cat_idx = np.flatnonzero(space.kinds == CATEGORICAL)
 
-    def config_key(self):
-        return (self.base_kernel, self.noise_prior, self.warp, self.saas)
-
     def options(self) -> dict:
         return {"kernel": self.base_kernel, "noise_prior": list(self.noise_prior), "warp": self.warp, "saas": self.saas}
 

@@ -82,9 +82,6 @@ class Jenatton(Surrogate, PathPredictions, NoiselessForm):
         self.leaf_slices = block_slices(len(leaf.numeric_cols) for leaf in self.leaves)
         self.n_features = sum(1 + self._width(f.own_cols) for f in self.features)
 
-    def config_key(self):
-        return (self.shared, self.noise_prior)
-
     def options(self) -> dict:
         return {"shared": self.shared, "noise_prior": list(self.noise_prior)}
 
