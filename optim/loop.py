@@ -498,6 +498,11 @@ class BayesOpt:
                 # a journal written before the model's options were recorded is compared on the name alone
                 differ = [k for k in header["run"] if k != "auto" and stored.get(k) != header["run"][k]
                           and (k != "surrogate_model" or k in stored)]
+                if "surrogate" in differ and self.auto_choice is not None and first["run"].get("auto") is not None:
+                    raise ValueError(
+                        f"{path} is a run begun with surrogate='auto', which picked {stored['surrogate']!r} by the "
+                        f"rules of the version that began it; auto now picks {self.auto_choice.name!r}. Pass "
+                        f"surrogate={stored['surrogate']!r} to resume it")
                 if differ:
                     raise ValueError(
                         f"{path} holds a different run (it differs in {', '.join(differ)}); pass another path, "

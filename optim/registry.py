@@ -35,11 +35,12 @@ SURROGATES: dict[str, Callable[[Space], Surrogate]] = {
     "gp": GP, "addtree": AddTree, "jenatton": Jenatton, "bark": BARK, "additive": Additive,
     "addtree_shared": lambda space: AddTree(space, share_like=True),  # + one term per group of like vertices
     "independent": lambda space: Jenatton(space, shared=False),  # independent leaf GPs (c fixed at 0)
+    "gp_saas": lambda space: GP(space, saas=True),  # the SAAS prior on the numeric lengthscales (auto's high-D pick)
     "treed": Treed,  # 004's HTBO: the partition rebuilt by Eq. 5 every iteration (variants: zoo.treed.Treed options)
 }
 
 #: the registered surrogates that offer a noiseless form (`deterministic=True`); a contract test keeps it true
-NOISELESS = ("gp", "additive", "addtree", "addtree_shared", "jenatton", "independent", "treed")
+NOISELESS = ("gp", "gp_saas", "additive", "addtree", "addtree_shared", "jenatton", "independent", "treed")
 
 
 @dataclass(frozen=True)

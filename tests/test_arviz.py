@@ -67,8 +67,8 @@ def test_to_arviz_groups_dims_and_no_padding(flat2):
 
 
 
-# addtree, addtree_shared and additive score y with ExactGP's likelihood, as gp does: in the slow run only
-SAME_LIKELIHOOD_AS_GP = {"addtree", "addtree_shared", "additive"}
+# addtree, addtree_shared, additive and gp_saas score y with ExactGP's likelihood, as gp does: in the slow run only
+SAME_LIKELIHOOD_AS_GP = {"addtree", "addtree_shared", "additive", "gp_saas"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SAME_LIKELIHOOD_AS_GP else n

@@ -24,9 +24,9 @@ def _flat(n_real, n_integer=0, n_categorical=0):
     (get_problem("conditional_1").space, True, "addtree"),
     (_flat(6), False, "gp"),  # low-dimensional
     (_flat(HIGH_DIMENSIONAL - 1), False, "gp"),
-    (_flat(HIGH_DIMENSIONAL - 5, n_integer=5), False, "additive"),  # 20 numeric columns
-    (_flat(40), False, "additive"),
-    (_flat(40), True, "additive"),  # declared exact: the additive forest's noiseless form
+    (_flat(HIGH_DIMENSIONAL - 5, n_integer=5), False, "gp_saas"),  # 20 numeric columns
+    (_flat(40), False, "gp_saas"),
+    (_flat(40), True, "gp_saas"),  # declared exact: the SAAS GP's noiseless form
     (_flat(25, n_categorical=1), False, "gp"),  # mixed
     (Space(Node("root", choice="a", children={0: Node("l"), 1: Node("r")})), False, "gp"),  # decisions only
 ])
@@ -77,19 +77,34 @@ def test_the_pick_is_printed_and_kept_in_the_journal_and_a_resume_keeps_it(tmp_p
     space, path = _flat(HIGH_DIMENSIONAL), tmp_path / "run.jsonl"
     # the initial design only (budget = n_init): no model is fitted
     res = minimize(lambda c: sum(c.values()), space, budget=3, n_init=3, progress=True, checkpoint=path)
-    assert "surrogate auto -> additive" in capsys.readouterr().err
-    assert res.optimizer.auto_choice.name == "additive"
-    header = json.loads(path.read_text().splitlines()[0])["run"]
-    assert header["surrogate"] == "additive" and "Star-20" in header["auto"]
+    assert "surrogate auto -> gp_saas" in capsys.readouterr().err
+    assert res.optimizer.auto_choice.name == "gp_saas"
+    lines = path.read_text().splitlines()
+    header = json.loads(lines[0])["run"]
+    assert header["surrogate"] == "gp_saas" and "Star-20" in header["auto"]
     loaded = BayesOpt.load(path)
     assert loaded.auto_choice == res.optimizer.auto_choice and len(loaded.history) == 3
-    with BayesOpt(space, "additive", n_init=3, journal=path) as named:  # the pick, named, resumes the same run
+    with BayesOpt(space, "gp_saas", n_init=3, journal=path) as named:  # the pick, named, resumes the same run
         assert len(named.history) == 3
+    with BayesOpt(space, n_init=3, journal=path) as again:  # auto again: the same pick, the same run
+        assert len(again.history) == 3
     with pytest.raises(ValueError, match="differs in surrogate"):
         BayesOpt(space, "gp", n_init=3, journal=path)
+    # a run that auto began under older rules (which picked `additive` here) resumes under its pick, named; auto
+    # alone says so instead of a bare "differs"
+    old = tmp_path / "old.jsonl"
+    minimize(lambda c: sum(c.values()), space, "additive", budget=3, n_init=3, checkpoint=old)
+    first, *rest = old.read_text().splitlines()
+    first = json.loads(first)
+    first["run"]["auto"] = "the rule of an older version"
+    old.write_text("\n".join([json.dumps(first)] + rest) + "\n")
+    with pytest.raises(ValueError, match="picked 'additive'.*auto now picks 'gp_saas'.*surrogate='additive'"):
+        BayesOpt(space, n_init=3, journal=old)
+    with BayesOpt(space, "additive", n_init=3, journal=old) as named:
+        assert len(named.history) == 3 and named.surrogate_spec == "additive"
 
 
 def test_the_cli_runs_auto_by_default_and_says_what_it_picked(capsys):
     assert cli.main(["run", "--problem", "hartmann6_aug20", "--budget", "3", "--n-init", "3", "--quiet"]) == 0
     out = capsys.readouterr().out
-    assert "surrogate=additive (auto)" in out and "best value:" in out
+    assert "surrogate=gp_saas (auto)" in out and "best value:" in out

@@ -333,6 +333,31 @@ def test_predictive_scores_average_densities_over_samples_and_scale_the_noise():
     assert got["mse"] == pytest.approx(np.mean((np.array([1.0, 1.0]) - yt) ** 2))
 
 
+def test_regression_scores_a_fit_and_the_prediction_table_pairs_seeds(tmp_path, capsys):
+    """`treezoo-bench regression` records R^2, the rank correlation and the NLPD beside the MSE (the GP with the
+    defaults on the Jenatton function at 6 points: the compiled sampler of the pinned `gp` trace), resumes by cell,
+    and the `prediction` block pairs models by seed."""
+    out = tmp_path / "fit.jsonl"
+    argv = ["regression", "--problem", "jenatton_small", "--models", "gp", "--sizes", "6", "--seeds", "1",
+            "--n-test", "20", "--reference", "gp", "--out", str(out)]
+    assert bench.main(argv) == 0
+    rec = json.loads(out.read_text())
+    assert rec["n_test"] == 20 and "sampler" not in rec and rec["r2"] <= 1.0 and -1.0 <= rec["spearman"] <= 1.0
+    assert np.isfinite(rec["nlpd"]) and rec["mse"] > 0
+    assert bench.main(argv) == 0 and "running 0" in capsys.readouterr().out  # the cell is not run again
+    assert "| jenatton_small | 6 | gp | 1 |" in report.render_block(f"prediction {out.name} --reference gp",
+                                                                   str(tmp_path))
+    records = [{"problem": "p", "n": 10, "model": m, "seed": k, "mse": mse, "r2": 1 - mse, "spearman": 0.5,
+                "nlpd": None, "seconds": 2.0} for m, mses in (("a", [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]),
+                                                             ("b", [0.2, 0.1, 0.5, 0.6, 0.7, 0.9]))
+               for k, mse in enumerate(mses)]
+    table = report.prediction_table(records + [{"problem": "p", "n": 10, "model": "old", "seed": 0, "mse": 1.0}], "a")
+    p = wilcoxon([0.1, 0.2, 0.3, 0.4, 0.5, 0.6], [0.2, 0.1, 0.5, 0.6, 0.7, 0.9]).pvalue
+    q = np.percentile(1 - np.array([0.2, 0.1, 0.5, 0.6, 0.7, 0.9]), [25, 50, 75])
+    assert f"| p | 10 | b | 6 | {q[1]:.2f} [{q[0]:.2f}, {q[2]:.2f}] | 0.50 [0.50, 0.50] |  | 5/6 | {p:.3f} | 2 |" in table
+    assert "old" not in table  # a record from before R^2 was kept
+
+
 @pytest.mark.slow  # suite time (a model fit on a bundled dataset); the other bench commands are tested by default
 def test_regression_data_runs_a_split_and_renders_its_table(tmp_path, capsys):
     pytest.importorskip("sklearn")

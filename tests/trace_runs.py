@@ -68,6 +68,7 @@ RUNS = {
     "independent": ("jenatton_small", "independent", FAST, COLD),
     "random": ("jenatton_small", "random", {}, WARM),
     # SCIP with no time: its point is the warm start's leaf box, so the run does not depend on the clock
+    "gp_saas": ((additive_objective, FLAT6), "gp_saas", FAST, COLD),
     "additive": ((additive_objective, FLAT6), "additive", {"sampler": FAST_SAMPLER, "optimizer": FAST_MESSAGE_PASSING},
                  COLD),
     "treed": ("rkhs1d", "treed", {"sampler": FAST_SAMPLER, "optimizer": GridConfig(n_grid=512, n_polish=2, maxiter=20)},

@@ -322,6 +322,35 @@ def regression_table(records, reference: str = "addtree") -> str:
     return "\n".join(lines)
 
 
+def prediction_table(records, reference: str) -> str:
+    """Per problem, training size and model (records of `treezoo-bench regression` that carry R^2): test R^2 and
+    the Spearman rank correlation of mean and truth, median [q25, q75] over seeds, the median NLPD, the reference's
+    lower-MSE seeds with a two-sided paired Wilcoxon p, and the median seconds per fit."""
+    by: dict = {}
+    for r in records:
+        if "r2" in r:
+            by.setdefault((r["problem"], r["n"], r["model"]), {})[r["seed"]] = r
+    head = ["problem", "n train", "model", "seeds", "test R^2: median [q25, q75]", "Spearman: median [q25, q75]",
+            "NLPD (median)", f"{reference} lower MSE in", f"p vs {reference}", "s per fit"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for (problem, n, model), recs in sorted(by.items()):
+        def quartiles(key):
+            q = np.percentile([r[key] for r in recs.values()], [25, 50, 75])
+            return f"{q[1]:.2f} [{q[0]:.2f}, {q[2]:.2f}]"
+        nlpd = [r["nlpd"] for r in recs.values() if r.get("nlpd") is not None]
+        ref = by.get((problem, n, reference), {})
+        seeds = sorted(set(ref) & set(recs))
+        wins = p = ""
+        if model != reference and seeds:
+            a, b = np.array([ref[k]["mse"] for k in seeds]), np.array([recs[k]["mse"] for k in seeds])
+            wins = f"{int(np.sum(a < b))}/{len(seeds)}"
+            p = f"{(1.0 if np.allclose(a, b) else float(wilcoxon(a, b).pvalue)):.3f}"
+        seconds = np.median([r["seconds"] for r in recs.values()])
+        lines.append(f"| {problem} | {n} | {model} | {len(recs)} | {quartiles('r2')} | {quartiles('spearman')} | "
+                     f"{f'{np.median(nlpd):.3f}' if nlpd else ''} | {wins} | {p} | {seconds:.0f} |")
+    return "\n".join(lines)
+
+
 def dataset_regression_table(records, reference: str = "bark") -> str:
     """Test NLPD and MSE, mean (sd) over splits per model and dataset; the reference's wins over the
     splits and a two-sided paired Wilcoxon p for each metric."""
@@ -584,7 +613,7 @@ def render_block(args: str, base_dir: str, load=load_records) -> str:
     `wilcoxon FILES --reference M --at B`,
     `periter FILES --at N..`, `regression FILE [--reference M]`, `regression-data FILE [--reference M]`, `timing FILE`, `compiles FILE`, `paths FILE`, `scaling FILE`, `f1 FILES --at B..`, `calibration FILE`, `parallel FILE [--at B]`, `journal FILE`,
     `match FILES --reference M --at B..`, `pathfinding FILES`, `cost FILES --reference M`,
-    `family FILES --reference M --at B..`, `mipstudy FILES`, `recovery FILE`;
+    `family FILES --reference M --at B..`, `mipstudy FILES`, `recovery FILE`, `prediction FILE --reference M`;
     FILES is a comma-separated list of results files. `--problems P..` and `--methods M..` keep those records only."""
     argv = shlex.split(args)
     kind, paths = argv[0], [os.path.join(base_dir, p) for p in argv[1].split(",")]
@@ -645,6 +674,8 @@ def render_block(args: str, base_dir: str, load=load_records) -> str:
         return path_finding_table(data)
     if kind == "cost":
         return cost_table(data, opts["reference"][0])
+    if kind == "prediction":
+        return prediction_table(data, opts["reference"][0])
     if kind == "recovery":
         from optim.bench.recovery import recovery_table
         return recovery_table(data)

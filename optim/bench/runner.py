@@ -69,7 +69,6 @@ def _treed(**options):
 #: ablations and variants run by the benchmarks, not registered in the library (each is a constructor option)
 ABLATIONS = {"additive_random": _additive_prior_graph,  # forests from the prior, ignoring the data (RDUCB-like)
              "gp_warp": _gp(warp=True),  # 004's "BO WARP" baseline: GP(space, warp=True)
-             "gp_saas": _gp(saas=True),  # the SAAS prior on the lengthscales (issue 16's high-dimensional peer, ours)
              "treed_warp": _treed(warp=True),  # 004's "HTBO WARP"
              "treed_mcmc": _treed(partition="mcmc"),  # the partition sampled under the weighted density
              "treed_bayes": _treed(partition="mcmc", likelihood="leaves")}  # tgp-like: leaf likelihoods only
@@ -399,7 +398,12 @@ def scaling_cell(surrogate: str, n: int, dim: int | None = None, seed: int = 0, 
 
 def regression_cell(model: str, problem_name: str, n: int, seed: int, n_test: int = 50, sampler=None) -> dict:
     """Test MSE of a surrogate's posterior-mean prediction from n random training points (000 Fig. 4):
-    decisions are fair coin flips and parameters uniform (`Space.sample`), test points likewise."""
+    decisions are fair coin flips and parameters uniform (`Space.sample`), test points likewise. Also R^2 (1 - MSE
+    over the test values' variance), the Spearman rank correlation of mean and truth (what ranks candidates) and,
+    for models with one noise variance, the NLPD (`predictive_scores`). `sampler`: SamplerSettings, None (the
+    defaults) or "own" (the model's own BO-loop settings, `SamplerSettings.for_surrogate`)."""
+    from scipy.stats import spearmanr
+
     from inference import sample
     from optim.loop import SamplerSettings
     from optim.bench.problems import get_problem
@@ -411,15 +415,21 @@ def regression_cell(model: str, problem_name: str, n: int, seed: int, n_test: in
     train, test = space.sample(n, seed=rng), space.sample(n_test, seed=rng)
     X, y = space.encode(train), np.array([problem(c) for c in train])
     Xt, yt = space.encode(test), np.array([problem(c) for c in test])
-    s = sampler if sampler is not None else SamplerSettings()
+    surrogate = make_surrogate(model, space)
+    s = (SamplerSettings.for_surrogate(surrogate) if sampler == "own"
+         else sampler if sampler is not None else SamplerSettings())
     t0 = time.perf_counter()
-    post = sample(make_surrogate(model, space), X, y, key=seed, num_warmup=s.cold_warmup,
+    post = sample(surrogate, X, y, key=seed, num_warmup=s.cold_warmup,
                   num_samples=s.num_samples, num_chains=s.num_chains, thinning=s.thinning,
                   max_tree_depth=s.max_tree_depth)
-    mean, _ = post.predict(Xt)
+    seconds = time.perf_counter() - t0
+    mean = post.predict(Xt)[0].mean(0)
+    mse = float(np.mean((mean - yt) ** 2))
+    scores = predictive_scores(post, Xt, yt) if "noise" in post.samples else {}
     return {"model": model, "problem": problem_name, "n": n, "seed": seed, "n_test": n_test,
-            "mse": float(np.mean((mean.mean(0) - yt) ** 2)), "seconds": time.perf_counter() - t0,
-            "date": datetime.date.today().isoformat()}
+            **({"sampler": "own"} if sampler == "own" else {}),
+            "mse": mse, "r2": 1.0 - mse / float(np.var(yt)), "spearman": float(spearmanr(mean, yt).statistic),
+            "nlpd": scores.get("nlpd"), "seconds": seconds, "date": datetime.date.today().isoformat()}
 
 
 DATASETS = ("diabetes",)
@@ -509,8 +519,11 @@ def cmd_recovery(args) -> int:
 
 
 def cmd_regression(args) -> int:
-    cells = [(m, args.problem, n, s) for n in args.sizes for m in args.models for s in range(args.seeds)]
-    run_cells("regression", args.out, cells, lambda r: (r["model"], r["problem"], r["n"], r["seed"]), regression_cell,
+    own = "own" if args.sampler == "own" else None
+    cells = [(m, args.problem, n, s, args.n_test, own) for n in args.sizes for m in args.models
+             for s in range(args.seeds)]
+    run_cells("regression", args.out, cells,
+              lambda r: (r["model"], r["problem"], r["n"], r["seed"], r["n_test"], r.get("sampler")), regression_cell,
               lambda r: f"{r['model']:>12s} n={r['n']:3d} seed {r['seed']}: mse {r['mse']:.3g}")
     print(report.regression_table(report.load_records(args.out), args.reference))
     return 0
@@ -894,6 +907,9 @@ def main(argv=None) -> int:
     rg.add_argument("--models", nargs="+", default=["addtree", "independent", "jenatton"])
     rg.add_argument("--sizes", nargs="+", type=int, default=[10, 20, 30, 40])
     rg.add_argument("--seeds", type=int, default=10)
+    rg.add_argument("--n-test", type=integer_at_least(2), default=50, help="random test points per fit")
+    rg.add_argument("--sampler", default="default", choices=["default", "own"],
+                    help="default: the GP's sampler settings for every model; own: each model's BO-loop cold fit")
     rg.add_argument("--reference", default="addtree", help="model the paired tests compare against")
     rg.add_argument("--out", default="benchmarks/results/regression.jsonl")
     rd_ = sub.add_parser("regression-data", help="test MSE and NLPD on a bundled dataset over random splits")
