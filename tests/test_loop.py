@@ -245,17 +245,19 @@ def test_acquisition_options_survive_save_load_and_default_settings_keep_their_k
 
 def test_a_run_reloads_with_the_model_it_was_built_with(flat2, tmp_path):
     """The journal records the model's class and options: a zoo model with any options (a name not registered,
-    GP(space, saas=True): "gp_saas"; a registered name with other options, Additive(space, gamma=0.5)) reloads
+    GP(space, warp=True): "gp_warp"; a registered name with other options, Additive(space, gamma=0.5)) reloads
     as built; resuming it under other options is refused; a snapshot of such a run converts to a journal."""
+    from optim.registry import SURROGATES
     from zoo.additive import Additive
 
-    saas = GP(flat2, saas=True)
-    BayesOpt(flat2, saas, seed=0, **FAST).save(tmp_path / "run.json")
-    assert BayesOpt.load(tmp_path / "run.json").surrogate.saas  # rebuilt from the record, no object needed
+    warped = GP(flat2, warp=True)
+    assert warped.name not in SURROGATES
+    BayesOpt(flat2, warped, seed=0, **FAST).save(tmp_path / "run.json")
+    assert BayesOpt.load(tmp_path / "run.json").surrogate.warp  # rebuilt from the record, no object needed
     with pytest.warns(UserWarning, match="converted to a journal"):
-        opt = BayesOpt(flat2, saas, seed=0, journal=tmp_path / "run.json", **FAST)
+        opt = BayesOpt(flat2, warped, seed=0, journal=tmp_path / "run.json", **FAST)
     opt.journal.close()
-    assert BayesOpt.load(tmp_path / "run.json").surrogate_spec == "gp_saas"
+    assert BayesOpt.load(tmp_path / "run.json").surrogate_spec == "gp_warp"
 
     sparse = Additive(flat2, gamma=0.5)
     BayesOpt(flat2, sparse, seed=0, sampler=FAST_SAMPLER, journal=tmp_path / "add.jsonl").journal.close()
