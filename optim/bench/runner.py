@@ -423,9 +423,10 @@ def regression_cell(model: str, problem_name: str, n: int, seed: int, n_test: in
                   num_samples=s.num_samples, num_chains=s.num_chains, thinning=s.thinning,
                   max_tree_depth=s.max_tree_depth)
     seconds = time.perf_counter() - t0
-    mean = post.predict(Xt)[0].mean(0)
+    moments = post.predict(Xt)
+    mean = moments[0].mean(0)
     mse = float(np.mean((mean - yt) ** 2))
-    scores = predictive_scores(post, Xt, yt) if "noise" in post.samples else {}
+    scores = predictive_scores(post, Xt, yt, moments) if "noise" in post.samples else {}
     return {"model": model, "problem": problem_name, "n": n, "seed": seed, "n_test": n_test,
             **({"sampler": "own"} if sampler == "own" else {}),
             "mse": mse, "r2": 1.0 - mse / float(np.var(yt)), "spearman": float(spearmanr(mean, yt).statistic),
@@ -448,10 +449,11 @@ def load_dataset(name: str):
     return space, X, y
 
 
-def predictive_scores(post, Xt: np.ndarray, yt: np.ndarray) -> dict:
+def predictive_scores(post, Xt: np.ndarray, yt: np.ndarray, moments=None) -> dict:
     """Test MSE of the posterior-mean prediction and the NLPD: -mean_i log (1/S) sum_s N(y_i | mu_s(x_i),
-    var_s(x_i) + noise_s), the sample-averaged Gaussian predictive density of y (noise included)."""
-    mean, var = post.predict(Xt)
+    var_s(x_i) + noise_s), the sample-averaged Gaussian predictive density of y (noise included). `moments`:
+    `post.predict(Xt)` where the caller has it already."""
+    mean, var = post.predict(Xt) if moments is None else moments
     noise = np.asarray(post.flat_samples()["noise"]).reshape(-1, 1) * float(post.data.y_std) ** 2
     total = var + noise
     logp = -0.5 * (np.log(2 * np.pi * total) + (yt[None] - mean) ** 2 / total)
