@@ -47,9 +47,11 @@ def _versions(extra=()) -> dict:
     return out
 
 
-def _additive_prior_graph(space):
-    from zoo.additive import Additive
-    return Additive(space, graph="prior")
+def _additive(**options):
+    def build(space):
+        from zoo.additive import Additive
+        return Additive(space, **options)
+    return build
 
 
 def _gp(**options):
@@ -67,7 +69,8 @@ def _treed(**options):
 
 
 #: ablations and variants run by the benchmarks, not registered in the library (each is a constructor option)
-ABLATIONS = {"additive_random": _additive_prior_graph,  # forests from the prior, ignoring the data (RDUCB-like)
+ABLATIONS = {"additive_random": _additive(graph="prior"),  # forests from the prior, ignoring the data (RDUCB-like)
+             "additive_ls015": _additive(lengthscale_prior=(0.15, 1.0)),  # a shorter lengthscale prior (median 0.15)
              "gp_warp": _gp(warp=True),  # 004's "BO WARP" baseline: GP(space, warp=True)
              "treed_warp": _treed(warp=True),  # 004's "HTBO WARP"
              "treed_mcmc": _treed(partition="mcmc"),  # the partition sampled under the weighted density
