@@ -197,7 +197,11 @@ def _plain(value):
 
 def surrogate_from_dict(record: dict, space: Space, given: Surrogate | None = None) -> Surrogate:
     """The model a journal records: `given` after checking it is the same (class and options), else the zoo
-    class rebuilt from its options; a user's class cannot be rebuilt and must be given again."""
+    class rebuilt from its options; a user's class cannot be rebuilt and must be given again. Options the record
+    lacks because they were added later (`Surrogate.options_added`) take the value its run used."""
+    cls = type(given) if given is not None else ZOO_CLASSES.get(record["class"])
+    if cls is not None and cls.options_added:
+        record = {**record, "options": {**cls.options_added, **record["options"]}}
     if given is not None:
         mine = surrogate_to_dict(given)
         if mine != record:

@@ -1,9 +1,9 @@
 """Short seeded BO runs of every registered surrogate, whose full traces `test_traces.py` pins.
 
-`python -m tests.trace_runs` rewrites tests/data/traces.json (do it only when a change of numbers is
-intended and explained). The runs share their compiled functions with other tests: `gp` runs with the
-default settings as examples/quickstart.py does, the tree models with the FAST settings that the
-Add-Tree and Jenatton fixtures sample with.
+`python -m tests.trace_runs [NAME ...]` rewrites tests/data/traces.json (every run, or the named ones; do it
+only when a change of numbers is intended and explained). The runs share their compiled functions with other
+tests: `gp` runs with the default settings as examples/quickstart.py does, the tree models with the FAST
+settings that the Add-Tree and Jenatton fixtures sample with.
 
 The same seed gives the same run bit for bit only on the same processor with the same numerical
 libraries: XLA compiles for the host's instruction set, and a last-bit difference grows through
@@ -113,7 +113,21 @@ def trace(history: list[dict]) -> list[dict]:
 
 
 if __name__ == "__main__":
+    import sys
+
+    # `python -m tests.trace_runs [NAME ...]`: re-pin every run, or only the named ones (the others kept, which
+    # needs the file's fingerprint to be this machine's)
+    names = sys.argv[1:] or list(RUNS)
+    unknown = sorted(set(names) - set(RUNS))
+    if unknown:
+        sys.exit(f"unknown runs {unknown}; the runs: {sorted(RUNS)}")
     PATH.parent.mkdir(exist_ok=True)
-    traces = {name: trace(run(name)) for name in RUNS}
+    traces = {}
+    if len(names) < len(RUNS):
+        pinned = json.loads(PATH.read_text())
+        if pinned["fingerprint"] != fingerprint():
+            sys.exit("the pinned traces were written on another machine or library set: re-pin them all")
+        traces = pinned["traces"]
+    traces.update({name: trace(run(name)) for name in names})
     PATH.write_text(json.dumps({"fingerprint": fingerprint(), "traces": traces}, indent=1, sort_keys=True) + "\n")
     print(f"wrote {PATH}")

@@ -153,6 +153,10 @@ class Surrogate:
         **options)`: what a run's journal records so that it resumes with the same model. Default: none."""
         return {}
 
+    #: options added to `options` after journals recorded the model, each with the value that runs recorded
+    #: without it used (an earlier default), so that such a journal resumes with the model it ran
+    options_added: dict = {}
+
     def __eq__(self, other):
         return (type(self) is type(other) and self.space.key == other.space.key
                 and self.config_key() == other.config_key())
