@@ -356,6 +356,13 @@ def test_regression_scores_a_fit_and_the_prediction_table_pairs_seeds(tmp_path, 
     q = np.percentile(1 - np.array([0.2, 0.1, 0.5, 0.6, 0.7, 0.9]), [25, 50, 75])
     assert f"| p | 10 | b | 6 | {q[1]:.2f} [{q[0]:.2f}, {q[2]:.2f}] | 0.50 [0.50, 0.50] |  | 5/6 | {p:.3f} | 2 |" in table
     assert "old" not in table  # a record from before R^2 was kept
+    from optim.bench.runner import benchmark_model  # regression and scaling take benchmark variants by name
+    from zoo import GP, Real, Space
+    space = Space([Real(f"x{i}", 0.0, 1.0) for i in range(3)])
+    assert benchmark_model("additive_ls2d", space).lengthscale_prior is None
+    assert benchmark_model("gp", space) == GP(space)
+    with pytest.raises(ValueError, match="unknown surrogate"):
+        benchmark_model("no_such_model", space)
 
 
 @pytest.mark.slow  # suite time (a model fit on a bundled dataset); the other bench commands are tested by default

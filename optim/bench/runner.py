@@ -80,6 +80,12 @@ ABLATIONS = {"additive_random": _additive(graph="prior"),  # forests from the pr
              "treed_bayes": _treed(partition="mcmc", likelihood="leaves")}  # tgp-like: leaf likelihoods only
 
 
+def benchmark_model(name: str, space):
+    """The model a benchmark names: a variant of ABLATIONS, else a registered surrogate."""
+    from optim.registry import make_surrogate
+    return ABLATIONS[name](space) if name in ABLATIONS else make_surrogate(name, space)
+
+
 def methods_available() -> list[str]:
     from optim.bench.peers import PEERS
     from optim.registry import available
@@ -377,11 +383,10 @@ def scaling_cell(surrogate: str, n: int, dim: int | None = None, seed: int = 0, 
     from optim.bench.problems import get_problem
     from optim.bench.problems.additive import additive_gp
     from optim.loop import BayesOpt, SamplerSettings
-    from optim.registry import make_surrogate
 
     problem = get_problem(problem) if problem is not None else additive_gp("tree", dim)
     dim = problem.space.dim
-    model = ABLATIONS[surrogate](problem.space) if surrogate in ABLATIONS else make_surrogate(surrogate, problem.space)
+    model = benchmark_model(surrogate, problem.space)
     settings = dataclasses.replace(SamplerSettings.for_surrogate(model), cold_warmup=cold_warmup)
     opt = BayesOpt(problem.space, model, seed=seed, n_init=n, sampler=settings)
     for config in problem.space.sobol(n, seed=seed):
@@ -403,8 +408,9 @@ def scaling_cell(surrogate: str, n: int, dim: int | None = None, seed: int = 0, 
 
 
 def regression_cell(model: str, problem_name: str, n: int, seed: int, n_test: int = 50, sampler=None) -> dict:
-    """Test MSE of a surrogate's posterior-mean prediction from n random training points (000 Fig. 4):
-    decisions are fair coin flips and parameters uniform (`Space.sample`), test points likewise. Also R^2 (1 - MSE
+    """Test MSE of a surrogate's (or a benchmark variant's) posterior-mean prediction from n random training
+    points (000 Fig. 4): decisions are fair coin flips and parameters uniform (`Space.sample`), test points
+    likewise. Also R^2 (1 - MSE
     over the test values' variance), the Spearman rank correlation of mean and truth (what ranks candidates) and,
     for models with one noise variance, the NLPD (`predictive_scores`). `sampler`: SamplerSettings, None (the
     defaults) or "own" (the model's own BO-loop settings, `SamplerSettings.for_surrogate`)."""
@@ -413,7 +419,6 @@ def regression_cell(model: str, problem_name: str, n: int, seed: int, n_test: in
     from inference import sample
     from optim.loop import SamplerSettings
     from optim.bench.problems import get_problem
-    from optim.registry import make_surrogate
 
     problem = get_problem(problem_name)
     space = problem.space
@@ -421,7 +426,7 @@ def regression_cell(model: str, problem_name: str, n: int, seed: int, n_test: in
     train, test = space.sample(n, seed=rng), space.sample(n_test, seed=rng)
     X, y = space.encode(train), np.array([problem(c) for c in train])
     Xt, yt = space.encode(test), np.array([problem(c) for c in test])
-    surrogate = make_surrogate(model, space)
+    surrogate = benchmark_model(model, space)
     s = (SamplerSettings.for_surrogate(surrogate) if sampler == "own"
          else sampler if sampler is not None else SamplerSettings())
     t0 = time.perf_counter()
