@@ -36,7 +36,7 @@ from optim.journal import JOURNAL_FORMAT, KIND, Journal, is_journal, read_header
 from optim.journal import write_journal_atomically
 from optim.parallel import SerialExecutor, as_executor, check_picklable, evaluate_concurrently
 from optim.registry import (NOISELESS, available, make_surrogate, optimizer_from_dict, optimizer_to_dict,
-                            resolve_optimizer, surrogate_from_dict, surrogate_to_dict)
+                            resolve_optimizer, surrogate_from_dict, surrogate_to_dict, with_added_options)
 from optim.transforms import check_output_transform, check_value_for, transform_outputs
 from zoo.base import NoiselessForm, Surrogate, offers
 from zoo.space import Space
@@ -128,8 +128,11 @@ def _check_value(value) -> float:
 
 def _with_defaults(run: dict) -> dict:
     """A stored run's settings with the sampler's and optimizer's fields added since it was written set to their
-    defaults, so that a journal or snapshot from before a new field resumes (it ran with the default)."""
+    defaults, so that a journal or snapshot from before a new field resumes (it ran with the default), and the
+    model's options added since set to the values it ran with (`with_added_options`)."""
     run = dict(run)
+    if isinstance(run.get("surrogate_model"), dict):
+        run["surrogate_model"] = with_added_options(run["surrogate_model"])
     if isinstance(run.get("sampler"), dict):
         run["sampler"] = {**asdict(SamplerSettings()), **run["sampler"]}
     if isinstance(run.get("optimizer"), dict):
@@ -503,6 +506,12 @@ class BayesOpt:
                         f"{path} is a run begun with surrogate='auto', which picked {stored['surrogate']!r} by the "
                         f"rules of the version that began it; auto now picks {self.auto_choice.name!r}. Pass "
                         f"surrogate={stored['surrogate']!r} to resume it")
+                model = stored.get("surrogate_model")
+                if differ == ["surrogate_model"] and isinstance(model, dict) and header["run"]["surrogate_model"]:
+                    raise ValueError(
+                        f"{path} is a run of the same settings with another model: {model['class']} with "
+                        f"{model['options']} (this one's: {header['run']['surrogate_model']['options']}); pass that "
+                        "model to resume it (BayesOpt.load(path).surrogate is it), or another path")
                 if differ:
                     raise ValueError(
                         f"{path} holds a different run (it differs in {', '.join(differ)}); pass another path, "

@@ -195,13 +195,20 @@ def _plain(value):
     raise TypeError(f"a surrogate option must be a JSON value, got {value!r}")
 
 
+def with_added_options(record: dict) -> dict:
+    """A journal's model record with the options its zoo class added since (`Surrogate.options_added`) set to the
+    values its run used, so that it compares equal to, and rebuilds, the model that ran."""
+    cls = ZOO_CLASSES.get(record.get("class"))
+    if cls is None or not cls.options_added:
+        return record
+    return {**record, "options": {**cls.options_added, **record["options"]}}
+
+
 def surrogate_from_dict(record: dict, space: Space, given: Surrogate | None = None) -> Surrogate:
     """The model a journal records: `given` after checking it is the same (class and options), else the zoo
     class rebuilt from its options; a user's class cannot be rebuilt and must be given again. Options the record
-    lacks because they were added later (`Surrogate.options_added`) take the value its run used."""
-    cls = type(given) if given is not None else ZOO_CLASSES.get(record["class"])
-    if cls is not None and cls.options_added:
-        record = {**record, "options": {**cls.options_added, **record["options"]}}
+    lacks because they were added later take the value its run used (`with_added_options`)."""
+    record = with_added_options(record)
     if given is not None:
         mine = surrogate_to_dict(given)
         if mine != record:

@@ -262,7 +262,7 @@ def test_a_run_reloads_with_the_model_it_was_built_with(flat2, tmp_path):
     sparse = Additive(flat2, gamma=0.5)
     BayesOpt(flat2, sparse, seed=0, sampler=FAST_SAMPLER, journal=tmp_path / "add.jsonl").journal.close()
     assert BayesOpt.load(tmp_path / "add.jsonl").surrogate == sparse  # not the registered "additive" (gamma None)
-    with pytest.raises(ValueError, match="differs in surrogate_model"):
+    with pytest.raises(ValueError, match="another model: Additive with .*'gamma': 0.5.*BayesOpt.load"):
         BayesOpt(flat2, "additive", seed=0, sampler=FAST_SAMPLER, journal=tmp_path / "add.jsonl")
     with pytest.raises(ValueError, match="differs in gamma"):
         BayesOpt.load(tmp_path / "add.jsonl", surrogate=Additive(flat2))
@@ -273,6 +273,17 @@ def test_a_run_reloads_with_the_model_it_was_built_with(flat2, tmp_path):
     (tmp_path / "old.jsonl").write_text("\n".join([json.dumps(header)] + lines[1:]) + "\n")
     with BayesOpt(flat2, "additive", seed=0, sampler=FAST_SAMPLER, journal=tmp_path / "old.jsonl") as resumed:
         assert resumed.surrogate == Additive(flat2)
+    # a journal recorded before Additive's lengthscale_prior was an option ran the earlier prior (None): it loads
+    # and resumes with that model, and the name alone (today's prior) is refused with what to pass
+    header = json.loads(lines[0])
+    header["run"]["surrogate_model"]["options"] = {"gamma": None, "noise_prior": [-4.0, 1.0], "graph": "posterior"}
+    (tmp_path / "before.jsonl").write_text("\n".join([json.dumps(header)] + lines[1:]) + "\n")
+    earlier = Additive(flat2, lengthscale_prior=None)
+    assert BayesOpt.load(tmp_path / "before.jsonl").surrogate == earlier
+    with pytest.raises(ValueError, match="another model: .*'lengthscale_prior': None.*BayesOpt.load"):
+        BayesOpt(flat2, "additive", seed=0, sampler=FAST_SAMPLER, journal=tmp_path / "before.jsonl")
+    with BayesOpt(flat2, earlier, seed=0, sampler=FAST_SAMPLER, journal=tmp_path / "before.jsonl") as resumed:
+        assert resumed.surrogate == earlier and len(resumed.history) == len(lines) - 1
 
 
 def test_a_run_of_a_user_surrogate_class_reloads_only_with_that_object(flat2, tmp_path):

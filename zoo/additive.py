@@ -120,8 +120,6 @@ class Additive(ExactGP, NoiselessForm, DependencyForest, StructureMoves):
                 raise ValueError("lengthscale_prior must be (median, sd of the log), two positive numbers, got "
                                  f"{lengthscale_prior!r}")
             lengthscale_prior = tuple(float(v) for v in lengthscale_prior)
-        if lengthscale_prior != DEFAULT_LENGTHSCALE_PRIOR:
-            self.name = "additive_ls"  # not the registered model's prior
         self.lengthscale_prior = lengthscale_prior
         self.graph = graph
         self.discrete_sites = {"graph": "graph" if graph == "posterior" else "graph_prior"}
