@@ -63,17 +63,17 @@ def _compare_sites(post, prior, name):
 # slow (suite time: each compiles a sampler of its own): the default run reproduces the GP's prior (test_inference)
 # and calibrates Add-Tree with shared terms by SBC (test_calibration)
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["addtree", "addtree_shared", "independent", "additive", "additive_ls"])
+@pytest.mark.parametrize("name", ["addtree", "addtree_shared", "independent", "additive", "additive_ls2d"])
 def test_without_data_the_sampler_reproduces_the_prior(name):
     """Power: the same check on `inference.tempered(addtree, 0.5)` (the sampler targets the prior squared-
-    rooted, each log-normal about 1.4 times too wide) failed 14 of its element checks. "additive_ls" is
+    rooted, each log-normal about 1.4 times too wide) failed 14 of its element checks. "additive_ls2d" is
     `Additive` with the zoo's 2-D lengthscale prior (`lengthscale_prior=None`, its default until 2026-11-27)."""
     from zoo import Real, Space
     from zoo.additive import Additive
 
     flat = name.startswith("additive")
     space = Space([Real(f"x{i}", 0.0, 1.0) for i in range(3)]) if flat else jenatton_small().space
-    surrogate = Additive(space, lengthscale_prior=None) if name == "additive_ls" else SURROGATES[name](space)
+    surrogate = Additive(space, lengthscale_prior=None) if name == "additive_ls2d" else SURROGATES[name](space)
     post = inference.sample(surrogate, np.zeros((0, space.dim)), np.zeros(0), key=5, num_warmup=200,
                             num_samples=400, num_chains=2)
     data = make_data(np.zeros((0, space.dim)), np.zeros(0), size=post.data.mask.shape[0], fill_row=space.fill_row())
