@@ -230,7 +230,7 @@ def test_the_lengthscale_prior_is_the_one_given_and_a_journal_rebuilds_it():
     assert surrogate_from_dict(old, space, given=hvarfner) is hvarfner
     with pytest.raises(ValueError, match="differs in lengthscale_prior"):
         surrogate_from_dict(old, space, given=default)
-    for bad in ((0.15,), (-0.1, 1.0), (0.15, float("nan")), ("0.15", 1.0)):
+    for bad in ((0.15,), (-0.1, 1.0), (0.15, float("nan")), ("0.15", 1.0), (True, 1.0), 0.15):
         with pytest.raises(ValueError, match="lengthscale_prior"):
             Additive(space, lengthscale_prior=bad)
 
