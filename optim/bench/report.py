@@ -225,6 +225,26 @@ def path_finding_table(records) -> str:
     return "\n".join(lines)
 
 
+def paired_p(a, b) -> float:
+    """Two-sided paired Wilcoxon signed-rank p of a against b (1 where every pair is equal: no test to run)."""
+    return 1.0 if np.allclose(a, b) else float(wilcoxon(a, b).pvalue)
+
+
+def _median_quartiles(values) -> str:
+    """'median [q25, q75]' of values, two decimals."""
+    q = np.percentile(values, [25, 50, 75])
+    return f"{q[1]:.2f} [{q[0]:.2f}, {q[2]:.2f}]"
+
+
+def _reference_pairing(ref: dict, mine: dict) -> tuple[str, str]:
+    """(reference lower in k/n seeds, paired p) of two {seed: value} maps over their common seeds; blank if none."""
+    seeds = sorted(set(ref) & set(mine))
+    if not seeds:
+        return "", ""
+    a, b = np.array([ref[k] for k in seeds]), np.array([mine[k] for k in seeds])
+    return f"{int(np.sum(a < b))}/{len(seeds)}", f"{paired_p(a, b):.3f}"
+
+
 def paired_tests(records, reference: str, at: int, alpha: float = 0.05) -> list[dict]:
     """Two-sided paired Wilcoxon signed-rank test of each method against `reference` at budget `at`.
 
@@ -243,7 +263,7 @@ def paired_tests(records, reference: str, at: int, alpha: float = 0.05) -> list[
         a, b = np.array([mine[s] for s in seeds]), np.array([ref[s] for s in seeds])
         if len(seeds) == 0:
             continue
-        p = 1.0 if np.allclose(a, b) else float(wilcoxon(a, b).pvalue)
+        p = paired_p(a, b)
         verdict = "tie" if p >= alpha else ("win" if np.median(a) < np.median(b) else "loss")
         out.append({"problem": problem, "method": method, "pairs": len(seeds), "p": p, "verdict": verdict})
     return out
@@ -309,16 +329,9 @@ def regression_table(records, reference: str = "addtree") -> str:
     lines = [f"| n train | model | seeds | log10 test MSE: median [q25, q75] | {reference} lower in | p vs {reference} |",
              "|---|---|---|---|---|---|"]
     for (n, model), mse in sorted(by.items()):
-        q = np.percentile(np.log10(np.maximum(list(mse.values()), 1e-300)), [25, 50, 75])
-        ref = by.get((n, reference), {})
-        seeds = sorted(set(ref) & set(mse))
-        if model == reference or not seeds:
-            wins, p = "", ""
-        else:
-            a, b = np.array([ref[k] for k in seeds]), np.array([mse[k] for k in seeds])
-            wins = f"{int(np.sum(a < b))}/{len(seeds)}"
-            p = f"{(1.0 if np.allclose(a, b) else float(wilcoxon(a, b).pvalue)):.3f}"
-        lines.append(f"| {n} | {model} | {len(mse)} | {q[1]:.2f} [{q[0]:.2f}, {q[2]:.2f}] | {wins} | {p} |")
+        wins, p = ("", "") if model == reference else _reference_pairing(by.get((n, reference), {}), mse)
+        log_mse = _median_quartiles(np.log10(np.maximum(list(mse.values()), 1e-300)))
+        lines.append(f"| {n} | {model} | {len(mse)} | {log_mse} | {wins} | {p} |")
     return "\n".join(lines)
 
 
@@ -334,19 +347,13 @@ def prediction_table(records, reference: str) -> str:
             "NLPD (median)", f"{reference} lower MSE in", f"p vs {reference}", "s per fit"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for (problem, n, model), recs in sorted(by.items()):
-        def quartiles(key):
-            q = np.percentile([r[key] for r in recs.values()], [25, 50, 75])
-            return f"{q[1]:.2f} [{q[0]:.2f}, {q[2]:.2f}]"
         nlpd = [r["nlpd"] for r in recs.values() if r.get("nlpd") is not None]
-        ref = by.get((problem, n, reference), {})
-        seeds = sorted(set(ref) & set(recs))
-        wins = p = ""
-        if model != reference and seeds:
-            a, b = np.array([ref[k]["mse"] for k in seeds]), np.array([recs[k]["mse"] for k in seeds])
-            wins = f"{int(np.sum(a < b))}/{len(seeds)}"
-            p = f"{(1.0 if np.allclose(a, b) else float(wilcoxon(a, b).pvalue)):.3f}"
+        mse = {k: r["mse"] for k, r in recs.items()}
+        ref = {k: r["mse"] for k, r in by.get((problem, n, reference), {}).items()}
+        wins, p = ("", "") if model == reference else _reference_pairing(ref, mse)
         seconds = np.median([r["seconds"] for r in recs.values()])
-        lines.append(f"| {problem} | {n} | {model} | {len(recs)} | {quartiles('r2')} | {quartiles('spearman')} | "
+        r2, rho = (_median_quartiles([r[key] for r in recs.values()]) for key in ("r2", "spearman"))
+        lines.append(f"| {problem} | {n} | {model} | {len(recs)} | {r2} | {rho} | "
                      f"{f'{np.median(nlpd):.3f}' if nlpd else ''} | {wins} | {p} | {seconds:.0f} |")
     return "\n".join(lines)
 
@@ -372,8 +379,7 @@ def dataset_regression_table(records, reference: str = "bark") -> str:
                 cells.append("")
                 continue
             a, b = np.array([ref[k][metric] for k in splits]), np.array([recs[k][metric] for k in splits])
-            p = 1.0 if np.allclose(a, b) else float(wilcoxon(a, b).pvalue)
-            cells.append(f"{int(np.sum(a < b))}/{len(splits)} ({p:.3f})")
+            cells.append(f"{int(np.sum(a < b))}/{len(splits)} ({paired_p(a, b):.3f})")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
