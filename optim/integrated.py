@@ -117,7 +117,7 @@ class AcquisitionFunction:
     `moments` (one of MOMENTS) says which per-sample means and variances [S, N] are integrated: the
     latent f by default, or the path-level value of a surrogate that offers `zoo.base.PathPredictions`.
     Optimizers read `surrogate`, `acquisition`, `t`, `prepared` (to hand back to the surrogate's declared
-    methods, never to index into) and call the instance.
+    methods, never to index into) and `incumbent`, and call the instance.
     """
 
     def __init__(self, posterior, acquisition, best: float, t: int = 1, batch: int = ACQ_BATCH,
@@ -137,6 +137,11 @@ class AcquisitionFunction:
         self.n_evals = 0
         self.failed_samples = 0  # posterior samples whose predictions failed, replaced by others (see __call__)
         self._checked_failures = False
+
+    @property
+    def incumbent(self) -> np.ndarray:
+        """The encoded row [D] of the posterior's data with the lowest y (a fantasy where pending points are)."""
+        return np.asarray(self.posterior.X)[int(np.argmin(self.posterior.y))]
 
     def with_moments(self, moments: str) -> "AcquisitionFunction":
         """The same acquisition over another of the surrogate's moment functions (cache shared)."""

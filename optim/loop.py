@@ -515,7 +515,8 @@ class BayesOpt:
                 if differ:
                     raise ValueError(
                         f"{path} holds a different run (it differs in {', '.join(differ)}); pass another path, "
-                        "or the same settings to resume it")
+                        "or the same settings to resume it (BayesOpt.load(path) holds them: its surrogate, "
+                        "acquisition and optimizer)")
                 self._replay(path, journal.records[1:])
                 self.resumed = len(self.history)
         except BaseException:

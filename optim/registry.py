@@ -9,7 +9,7 @@ spent) why none fits.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -52,6 +52,9 @@ class OptimizerEntry:
     config: type  # its settings class (a dataclass); saved runs store its fields
     requires: tuple = ()  # zoo.base capability classes the surrogate must offer
     acquisitions: tuple | None = None  # acquisition names it maximizes (None: any)
+    #: settings fields added after runs were saved, with the values those runs used (a saved run lacking one
+    #: loads with that value, not the field's current default)
+    fields_added: dict = field(default_factory=dict)
 
     def refusal(self, surrogate: Surrogate, acquisition) -> str | None:
         """Why this optimizer cannot serve (surrogate, acquisition), or None if it can."""
@@ -68,10 +71,11 @@ OPTIMIZERS: dict[str, OptimizerEntry] = {}
 
 
 def register_optimizer(name: str, optimize: Callable, config: type, requires: tuple = (),
-                       acquisitions: tuple | None = None) -> None:
+                       acquisitions: tuple | None = None, fields_added: dict | None = None) -> None:
     """Register `optimize(acqf, space, rng, config) -> (encoded row, value, info)` under `name`, with its
     settings class `config` (instances are passed to it; a run that used it saves and loads), the
-    `zoo.base` capabilities it needs and the acquisition names it can maximize (None: any). A surrogate
+    `zoo.base` capabilities it needs, the acquisition names it can maximize (None: any) and `fields_added`:
+    fields of `config` added after runs were saved, mapped to the values those runs used. A surrogate
     uses it when the user names it (`optimizer="name"` or an instance of its config class) or when it is
     first in the surrogate's `preferred_optimizers` that can serve."""
     if not callable(optimize):
@@ -79,7 +83,7 @@ def register_optimizer(name: str, optimize: Callable, config: type, requires: tu
     if not isinstance(config, type):
         raise TypeError(f"config must be the optimizer's settings class, got {config!r}")
     OPTIMIZERS[name] = OptimizerEntry(name, optimize, config, tuple(requires),
-                                      None if acquisitions is None else tuple(acquisitions))
+                                      None if acquisitions is None else tuple(acquisitions), dict(fields_added or {}))
 
 
 register_optimizer("lbfgs", optimize_acquisition, LBFGSConfig)
@@ -87,8 +91,9 @@ register_optimizer("grid", optimize_grid, GridConfig)
 register_optimizer("vertex_ucb", addtree_ucb_search, LBFGSConfig, requires=(AdditiveComponents,), acquisitions=("ucb",))
 register_optimizer("two_step", two_step_search, LBFGSConfig, requires=(PathPredictions,))
 register_optimizer("mip", optimize_mip, MIPConfig, requires=(ForestPosterior,), acquisitions=("ucb",))
+# runs saved before 2026-11-28 scored the paper's candidates alone (see MessagePassingConfig)
 register_optimizer("message_passing", optimize_message_passing, MessagePassingConfig, requires=(DependencyForest,),
-                   acquisitions=("ucb",))
+                   acquisitions=("ucb", "logei", "ei"), fields_added={"hybrids": False, "n_local": 0})
 
 
 def resolve_optimizer(surrogate: Surrogate, acquisition, optimizer=None) -> tuple[OptimizerEntry, object]:
@@ -147,19 +152,22 @@ def optimizer_to_dict(entry: OptimizerEntry, config) -> dict:
 
 
 def optimizer_from_dict(d: dict):
-    """Inverse of `optimizer_to_dict` (saves before names were stored: the settings instance alone)."""
+    """Inverse of `optimizer_to_dict` (saves before names were stored: the settings instance alone). Fields the
+    record lacks because they were added later take the value its run used (`OptimizerEntry.fields_added`)."""
     d = dict(d)
     name, type_name = d.pop("name", None), d.pop("type", "LBFGSConfig")
     if name is not None:
         if name not in OPTIMIZERS:
             raise ValueError(f"the run used optimizer {name!r}, which is not registered in this process; "
                              "call optim.register_optimizer before BayesOpt.load")
-        return name, OPTIMIZERS[name].config(**d)
-    classes = {e.config.__name__: e.config for e in OPTIMIZERS.values()}
-    if type_name not in classes:
+        entry = OPTIMIZERS[name]
+        return name, entry.config(**{**entry.fields_added, **d})
+    entries = {e.config.__name__: e for e in reversed(OPTIMIZERS.values())}  # the first registered with the class
+    if type_name not in entries:
         raise ValueError(f"the run used optimizer settings {type_name!r}, which no registered optimizer takes; "
-                         f"registered: {sorted(classes)}")
-    return None, classes[type_name](**d)
+                         f"registered: {sorted(entries)}")
+    entry = entries[type_name]
+    return None, entry.config(**{**entry.fields_added, **d})
 
 
 def available() -> list[str]:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from inference.moves import graphs
-from optim.message_passing import max_sum, zoom_maximize
+from optim.message_passing import component_labels, hybrid_rows, local_rows, max_sum, zoom_maximize
 from zoo import Categorical, Integer, Node, Real, Space
 from zoo.additive import Additive, forest_components
 from zoo.forest_prior import ForestPrior, edge_count_log_probs, forest_counts, is_forest, sample_forest
@@ -189,6 +189,39 @@ def test_zooming_matches_a_dense_grid_on_a_two_edge_function():
     assert v == pytest.approx(g(x[0], x[1]) + h(x[1], x[2]))
 
 
+def test_hybrid_rows_take_one_tree_of_the_candidate_each():
+    """Trees {0, 2, 4}, {1, 5} and {3}: three rows, each the incumbent with one tree's inputs replaced."""
+    edges = np.array([[0, 2], [2, 4], [1, 5]])
+    labels = component_labels(edges, 6)
+    assert labels[0] == labels[2] == labels[4] and labels[1] == labels[5] and len(set(labels.tolist())) == 3
+    incumbent, candidate = np.zeros(6), np.arange(1.0, 7.0)
+    rows = hybrid_rows(incumbent, candidate, labels)
+    assert sorted(tuple(np.flatnonzero(r != incumbent)) for r in rows) == [(0, 2, 4), (1, 5), (3,)]
+    for r in rows:
+        moved = np.flatnonzero(r != incumbent)
+        assert np.array_equal(r[moved], candidate[moved])
+
+
+def test_local_rows_move_a_log_uniform_number_of_inputs_and_stay_in_the_box():
+    """Each row moves k inputs by N(0, 0.1^2), clipped to [0, 1], with P(k) = log((k + 1) / k) / log 21 on 1..20
+    (D = 50). Over 2,000 rows each of the 20 counts is within 5 binomial sd of its expectation, and the mean k
+    (6.09, sd per row 5.4, so 0.12 for the mean) within 0.8; moving 20 inputs always, or one, fails."""
+    rng = np.random.default_rng(0)
+    centre = np.full(50, 0.5)  # 5 sd from either bound: no step is clipped
+    rows = local_rows(centre, 2000, rng)
+    k = (rows != centre).sum(axis=1)
+    p = np.log(np.arange(2, 22) / np.arange(1, 21)) / np.log(21.0)
+    counts = np.bincount(k, minlength=21)[1:]
+    assert k.min() >= 1 and k.max() <= 20
+    assert np.all(np.abs(counts - 2000 * p) < 5 * np.sqrt(2000 * p * (1 - p)))
+    assert abs(k.mean() - np.sum(np.arange(1, 21) * p)) < 0.8
+    steps = (rows - centre)[rows != centre]
+    assert abs(steps.std() - 0.1) < 0.005  # ~12,000 steps: the sd's relative standard error is ~0.65%
+    edge = local_rows(np.full(50, 0.01), 100, rng)
+    assert edge.min() == 0.0 and edge.max() <= 1.0  # steps past a bound stop at it
+    assert np.all((local_rows(np.full(3, 0.5), 50, rng) != 0.5).sum(axis=1) <= 3)  # D < 20: at most D inputs
+
+
 def test_additive_refuses_categorical_and_conditional_spaces():
     with pytest.raises(ValueError, match="flat spaces of Real and Integer.*'bark'"):
         Additive(Space([Real("a", 0, 1), Categorical("c", ("x", "y"))]))
@@ -239,7 +272,8 @@ def test_message_passing_settings_are_checked_when_made():
     from optim.message_passing import MessagePassingConfig
 
     assert MessagePassingConfig(n_polish=0, maxiter=0).n_polish == 0  # no polish: the best candidate as scored
-    for bad in ({"grid": 0}, {"levels": 1.5}, {"structures": -1}, {"n_raw": 0}, {"n_polish": -1}, {"maxiter": None}):
+    for bad in ({"grid": 0}, {"levels": 1.5}, {"structures": -1}, {"n_raw": 0}, {"n_polish": -1}, {"maxiter": None},
+                {"hybrids": 1}, {"n_local": -1}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             MessagePassingConfig(**bad)
 

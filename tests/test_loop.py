@@ -334,6 +334,29 @@ def test_deterministic_objective_makes_the_model_interpolate_and_survives_save_l
         BayesOpt(flat2, "gp", deterministic="yes")
 
 
+def test_an_additive_journal_from_before_the_rows_near_the_incumbent_loads_as_it_ran(tmp_path):
+    """Runs of `additive` saved before 2026-11-28 scored the paper's candidates alone by UCB; their optimizer
+    record lacks `hybrids` and `n_local`, which load as the values those runs used, not today's defaults."""
+    from optim.acquisition import UCB
+    from optim.message_passing import MessagePassingConfig
+
+    space = Space([Real("a", 0, 1), Real("b", 0, 1), Real("c", 0, 1)])
+    path = tmp_path / "add.jsonl"
+    BayesOpt(space, "additive", sampler=FAST_SAMPLER, journal=path).journal.close()
+    header = json.loads(path.read_text().splitlines()[0])
+    assert header["run"]["acquisition"]["name"] == "logei" and header["run"]["optimizer"]["hybrids"] is True
+    header["run"]["acquisition"] = {"name": "ucb", "beta": None}
+    del header["run"]["optimizer"]["hybrids"], header["run"]["optimizer"]["n_local"]
+    path.write_text(json.dumps(header) + "\n")
+    before = MessagePassingConfig(hybrids=False, n_local=0)
+    old = BayesOpt.load(path)
+    assert old.acquisition == UCB() and old.optimizer == before
+    with pytest.raises(ValueError, match="differs in acquisition, optimizer.*BayesOpt.load"):
+        BayesOpt(space, "additive", sampler=FAST_SAMPLER, journal=path)
+    with BayesOpt(space, "additive", acquisition="ucb", optimizer=before, sampler=FAST_SAMPLER, journal=path) as again:
+        assert again.optimizer == before
+
+
 def test_a_journal_written_before_a_settings_field_existed_resumes_and_a_changed_field_is_refused(tmp_path):
     from optim.path_lbfgs import LBFGSConfig
 

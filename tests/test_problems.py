@@ -157,6 +157,8 @@ def test_initial_design_options_and_method_specs():
     assert split_method("additive+polish0") == ("additive", None, None, False)
     assert message_passing_options("additive+polish0") == {"n_polish": 0} and message_passing_options("bark+scip10") == {}
     assert mip_options("additive+polish0") == {}
+    assert message_passing_options("additive_ls015:ucb+hybrids0+local0") == {"hybrids": False, "n_local": 0}
+    assert message_passing_options("additive+hybrids1+local64") == {"hybrids": True, "n_local": 64}
     with pytest.raises(ValueError, match="polishK"):
         split_method("additive+polish")
     from optim.bench.runner import EXPLORE_PATHS, explore_paths

@@ -51,7 +51,7 @@ def additive_objective(c):
 
 
 FAST = {"sampler": FAST_SAMPLER, "optimizer": FAST_OPTIMIZER}
-FAST_MESSAGE_PASSING = MessagePassingConfig(structures=2, repeats=1, n_raw=64, n_polish=2, maxiter=30)
+FAST_MESSAGE_PASSING = MessagePassingConfig(structures=2, repeats=1, n_raw=64, n_polish=2, maxiter=30, n_local=32)
 
 N_INIT, SEED = 5, 0
 COLD, WARM = N_INIT + 1, N_INIT + 2  # budgets: one BO step (the cold fit), or two (and a warm-started fit)

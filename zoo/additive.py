@@ -96,7 +96,9 @@ class Additive(ExactGP, NoiselessForm, DependencyForest, StructureMoves):
     """
 
     name = "additive"
-    default_acquisition = "ucb"
+    #: log-EI over the message-passing optimizer's rows (the paper's UCB: acquisition="ucb"); see
+    #: optim.message_passing for why
+    default_acquisition = "logei"
     preferred_optimizers = ("message_passing",)
     discrete_sites = {"graph": "graph"}
     prior_is_traceable = False  # the forest prior's exact draw runs in NumPy (zoo.forest_prior)

@@ -103,8 +103,9 @@ def split_method(method: str) -> tuple[str, str | None, str | None, bool]:
             raise ValueError(f"unknown method option {flag!r} in {method!r}; the options are '+deterministic', "
                              "'+qN' (synchronous batches of N), '+liar' / '+believer' (the batch strategy), "
                              "'+explore' (epsilon-greedy paths, see explore_paths), '+scipT' and '+forestsK' "
-                             "(BARK's MIP: T seconds of SCIP, K forests in the MIP; see mip_options), '+polishK' "
-                             "(message passing: K candidates polished by L-BFGS-B; see message_passing_options)")
+                             "(BARK's MIP: T seconds of SCIP, K forests in the MIP; see mip_options), '+polishK', "
+                             "'+hybrids0' / '+hybrids1', '+localN' (message passing: K candidates polished by "
+                             "L-BFGS-B, hybrid rows off or on, N rows near the incumbent; see message_passing_options)")
     spec, _, transform = spec.partition("/")
     name, _, acquisition = spec.partition(":")
     return name, acquisition or None, transform or None, "deterministic" in flags  # None: BayesOpt's default
@@ -115,9 +116,11 @@ def _is_batch_flag(flag: str) -> bool:
 
 
 #: method flags that set an optimizer's config field from the number that follows them, with the least number
-#: allowed: '+scip10' -> MIPConfig(time_limit=10), '+polish0' -> MessagePassingConfig(n_polish=0)
+#: allowed: '+scip10' -> MIPConfig(time_limit=10), '+polish0' -> MessagePassingConfig(n_polish=0), '+hybrids0' ->
+#: MessagePassingConfig(hybrids=False), '+local0' -> MessagePassingConfig(n_local=0)
 MIP_FLAGS = {"scip": ("time_limit", float, 1), "forests": ("forests", int, 1)}
-MESSAGE_PASSING_FLAGS = {"polish": ("n_polish", int, 0)}
+MESSAGE_PASSING_FLAGS = {"polish": ("n_polish", int, 0), "hybrids": ("hybrids", lambda v: bool(int(v)), 0),
+                         "local": ("n_local", int, 0)}
 
 
 def _flag_setting(flag: str, flags: dict) -> tuple | None:
@@ -143,7 +146,8 @@ def mip_options(method: str) -> dict:
 
 
 def message_passing_options(method: str) -> dict:
-    """MessagePassingConfig fields set by a method's flags: 'additive+polish0' -> {n_polish: 0} (no L-BFGS-B polish)."""
+    """MessagePassingConfig fields set by a method's flags: 'additive+polish0' -> {n_polish: 0} (no L-BFGS-B polish),
+    'additive:ucb+hybrids0+local0' -> {hybrids: False, n_local: 0} (the paper's candidates alone)."""
     return _options(method, MESSAGE_PASSING_FLAGS)
 
 
