@@ -22,7 +22,7 @@ default since 2026-11-28; `MessagePassingConfig(hybrids=False, n_local=0)` is th
   the sum moves every input at once; a hybrid changes one part of the sum and keeps the rest.
 - local rows: the incumbent with a random subset of its inputs (1 to 20, most often few) moved by a small
   Gaussian step.
-Any acquisition can score the rows (the tables stay the paper's UCB terms); the `additive` surrogate's default
+UCB, EI or log-EI scores the rows (the tables stay the paper's UCB terms); the `additive` surrogate's default
 is log-EI, which with these rows makes steady improvements near the incumbent on Styblinski–Tang-50 where UCB
 with the paper's candidates alone proposed points as spread as random search's (BENCHMARKS.md).
 """
