@@ -161,13 +161,13 @@ def optimizer_from_dict(d: dict):
             raise ValueError(f"the run used optimizer {name!r}, which is not registered in this process; "
                              "call optim.register_optimizer before BayesOpt.load")
         entry = OPTIMIZERS[name]
-        return name, entry.config(**{**entry.fields_added, **d})
-    entries = {e.config.__name__: e for e in reversed(OPTIMIZERS.values())}  # the first registered with the class
-    if type_name not in entries:
-        raise ValueError(f"the run used optimizer settings {type_name!r}, which no registered optimizer takes; "
-                         f"registered: {sorted(entries)}")
-    entry = entries[type_name]
-    return None, entry.config(**{**entry.fields_added, **d})
+    else:
+        entries = {e.config.__name__: e for e in reversed(OPTIMIZERS.values())}  # the first registered with it
+        if type_name not in entries:
+            raise ValueError(f"the run used optimizer settings {type_name!r}, which no registered optimizer takes; "
+                             f"registered: {sorted(entries)}")
+        entry = entries[type_name]
+    return name, entry.config(**{**entry.fields_added, **d})
 
 
 def available() -> list[str]:
