@@ -36,9 +36,10 @@ def _problem(name):
 # ---------------------------------------------------------------------- batches and pending points
 # addtree and addtree_shared in the slow run only (suite time, 11 s and 6 s: each compiles its model's
 # predictions on the data with the fantasies added): the pending points enter every model the same way (the
-# same draws conditioned on the fantasies, optim.batch.with_pending), which gp, jenatton and additive check in
-# the default run; the path-wise search then run is the BO step of the addtree trace runs
-ASK_N_SLOW = HEAVY | {"addtree", "addtree_shared"}
+# same draws conditioned on the fantasies, optim.batch.with_pending), which jenatton and additive check in
+# the default run; the path-wise search then run is the BO step of the addtree trace runs. gp too (15 s in a
+# pytest-xdist worker): its batches under both strategies are the next test's, in the default run
+ASK_N_SLOW = HEAVY | {"addtree", "addtree_shared", "gp"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in ASK_N_SLOW else n
