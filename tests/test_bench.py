@@ -246,7 +246,6 @@ def test_family_table_counts_problems_at_or_below_the_reference_and_pools_the_pa
     assert row == "| m | 2 | 1 | 1/1 | 1/1 | 3 | -1.00 | 0.25 |", row
 
 
-
 @pytest.mark.parametrize("d", [[-1.0, -1.0, -1.0, -0.2, -0.2, 0.5, 2.0, 2.0, 2.0],  # ties: exact sign flips
                                [0.0, 0.0, 0.2, -0.3, 0.5, 0.5, -0.1, 0.4],  # zeros (ranking them moves p)
                                [-0.1, -0.2, 0.3, -0.4, -0.5, -0.6, 0.7],  # neither: SciPy's exact distribution
@@ -256,6 +255,7 @@ def test_the_signed_rank_p_is_scipys_wilcoxon_p_exactly(d):
     to fail when ties get ordinal ranks (first case: 0.652 against 0.648) or zeros are ranked (second: 0.281
     against 0.219)."""
     assert report.signed_rank_p(d) == wilcoxon(d).pvalue
+
 
 def test_path_finding_table_splits_runs_by_the_path_of_the_designs_best_and_of_the_final_best():
     from optim.bench.problems import get_problem
