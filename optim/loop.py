@@ -140,7 +140,8 @@ def _with_defaults(run: dict) -> dict:
             _, config = optimizer_from_dict(run["optimizer"])
         except (TypeError, ValueError):  # unknown settings: compared as stored, so the run is refused by name
             return run
-        run["optimizer"] = {**asdict(config), **run["optimizer"]}
+        # as JSON, like the header it is compared with (a tuple field reads back as a list)
+        run["optimizer"] = json.loads(json.dumps({**asdict(config), **run["optimizer"]}))
     return run
 
 

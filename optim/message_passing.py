@@ -58,6 +58,9 @@ class MessagePassingConfig:
     #: from the candidate (so a proposal can change one part of the sum and keep the rest)
     hybrids: bool = True
     n_local: int = 256  # rows near the incumbent: a random subset of its inputs moved by a Gaussian step
+    #: (smallest, largest) sd of the local rows' step on the unit scale, each row's sd log-uniform between them;
+    #: (0.01, 0.1) did no better than (0.1, 0.1) on Hartmann-6 among 14 inert inputs (BENCHMARKS.md)
+    local_scales: tuple = (0.1, 0.1)
 
     def __post_init__(self):
         if not isinstance(self.hybrids, bool):
@@ -70,6 +73,12 @@ class MessagePassingConfig:
             v = getattr(self, name)
             if not (isinstance(v, int) and v >= 0):
                 raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
+        scales = tuple(self.local_scales) if isinstance(self.local_scales, (tuple, list)) else ()
+        if not (len(scales) == 2 and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in scales)
+                and 0 < scales[0] <= scales[1] <= 1):
+            raise ValueError(f"local_scales must be (smallest, largest) with 0 < smallest <= largest <= 1, got "
+                             f"{self.local_scales!r}")
+        object.__setattr__(self, "local_scales", tuple(float(v) for v in scales))  # a journal's list, as saved
 
 
 def forest_order(edges: np.ndarray, D: int):
@@ -194,16 +203,19 @@ def hybrid_rows(incumbent: np.ndarray, candidate: np.ndarray, labels: np.ndarray
     return rows
 
 
-def local_rows(incumbent: np.ndarray, n: int, rng: np.random.Generator, scale: float = 0.1) -> np.ndarray:
+def local_rows(incumbent: np.ndarray, n: int, rng: np.random.Generator, scales=(0.1, 0.1)) -> np.ndarray:
     """n rows near the incumbent, each with k of its inputs moved by N(0, scale^2) and clipped to [0, 1]; k is
     log-uniform on 1..min(D, 20) (P(k) = log((k + 1) / k) / log(K + 1)), so most rows change a few inputs and
-    some change many."""
+    some change many. `scales` = (smallest, largest): each row's scale is log-uniform between them (no draw when
+    they are equal)."""
     D = len(incumbent)
     top = min(D, 20)
     k = np.clip(np.floor(np.exp(rng.random(n) * np.log(top + 1.0))).astype(np.int64), 1, top)
     ranks = np.argsort(np.argsort(rng.random((n, D)), axis=1), axis=1)  # a uniform random order of the inputs
     move = ranks < k[:, None]
-    return np.clip(incumbent + move * rng.normal(0.0, scale, (n, D)), 0.0, 1.0)
+    lo, hi = scales
+    scale = hi if lo == hi else np.exp(rng.uniform(np.log(lo), np.log(hi), (n, 1)))
+    return np.clip(incumbent + move * rng.normal(0.0, 1.0, (n, D)) * scale, 0.0, 1.0)
 
 
 def optimize_message_passing(acqf, space: Space, rng: np.random.Generator,
@@ -231,7 +243,7 @@ def optimize_message_passing(acqf, space: Space, rng: np.random.Generator,
     if hybrids:
         groups["hybrid"] = np.vstack(hybrids)
     if config.n_local:
-        groups["local"] = local_rows(incumbent, config.n_local, rng)
+        groups["local"] = local_rows(incumbent, config.n_local, rng, config.local_scales)
     kinds = np.concatenate([[k] * len(rows) for k, rows in groups.items()])
     X = space.round_encoded(np.vstack(list(groups.values())))
     values = acqf.values(X, COMPONENT_DIM)

@@ -91,9 +91,11 @@ register_optimizer("grid", optimize_grid, GridConfig)
 register_optimizer("vertex_ucb", addtree_ucb_search, LBFGSConfig, requires=(AdditiveComponents,), acquisitions=("ucb",))
 register_optimizer("two_step", two_step_search, LBFGSConfig, requires=(PathPredictions,))
 register_optimizer("mip", optimize_mip, MIPConfig, requires=(ForestPosterior,), acquisitions=("ucb",))
-# runs saved before 2026-11-28 scored the paper's candidates alone (see MessagePassingConfig)
+# runs saved before 2026-11-28 scored the paper's candidates alone (see MessagePassingConfig); runs saved before
+# local_scales was added (2026-11-28, later that day) stepped their local rows by sd 0.1
 register_optimizer("message_passing", optimize_message_passing, MessagePassingConfig, requires=(DependencyForest,),
-                   acquisitions=("ucb", "logei", "ei"), fields_added={"hybrids": False, "n_local": 0})
+                   acquisitions=("ucb", "logei", "ei"),
+                   fields_added={"hybrids": False, "n_local": 0, "local_scales": (0.1, 0.1)})
 
 
 def resolve_optimizer(surrogate: Surrogate, acquisition, optimizer=None) -> tuple[OptimizerEntry, object]:

@@ -222,6 +222,24 @@ def test_local_rows_move_a_log_uniform_number_of_inputs_and_stay_in_the_box():
     assert np.all((local_rows(np.full(3, 0.5), 50, rng) != 0.5).sum(axis=1) <= 3)  # D < 20: at most D inputs
 
 
+def test_local_rows_with_a_range_of_scales_draw_each_rows_scale_log_uniformly():
+    """scales = (0.01, 0.1): each row's step sd s is log-uniform on [0.01, 0.1]. A step is s z with z ~ N(0, 1),
+    so log |step| = log s + log |z|: mean log(sqrt(0.001)) - 0.635 = -4.089 (E log|z| = -(gamma + log 2) / 2) and
+    variance (log 10)^2 / 12 + pi^2 / 8 = 0.442 + 1.234 = 1.675. Over 2,000 rows (~12,000 steps; a row's steps
+    share its s, and E k^2 / (E k)^2 = 1.79 for the log-uniform k) the mean's sd is sqrt(0.442 * 1.79 / 2000 +
+    1.234 / 12000) = 0.022, so it must be within 0.11 (5 sd); the sample variance's sd is about 0.03 (the fourth
+    cumulant of log|z| is pi^4 / 16), so within 0.15. One scale of 0.1, or of 0.01, misses the mean by 1.15; one
+    of sqrt(0.001) (the log-midpoint) misses the variance by 0.44."""
+    rng = np.random.default_rng(1)
+    centre = np.full(50, 0.5)  # 0.5 / 0.1 = 5 largest sd from either bound: clipping is negligible
+    rows = local_rows(centre, 2000, rng, (0.01, 0.1))
+    log_steps = np.log(np.abs((rows - centre)[rows != centre]))
+    assert abs(log_steps.mean() - (np.log(np.sqrt(0.001)) - 0.635)) < 0.11
+    assert abs(log_steps.var() - (np.pi ** 2 / 8 + np.log(10.0) ** 2 / 12)) < 0.15
+    same = local_rows(centre, 2000, np.random.default_rng(1), (0.1, 0.1))
+    assert np.array_equal(same, local_rows(centre, 2000, np.random.default_rng(1)))  # equal bounds: no draw
+
+
 def test_additive_refuses_categorical_and_conditional_spaces():
     with pytest.raises(ValueError, match="flat spaces of Real and Integer.*'bark'"):
         Additive(Space([Real("a", 0, 1), Categorical("c", ("x", "y"))]))
@@ -273,9 +291,11 @@ def test_message_passing_settings_are_checked_when_made():
 
     assert MessagePassingConfig(n_polish=0, maxiter=0).n_polish == 0  # no polish: the best candidate as scored
     for bad in ({"grid": 0}, {"levels": 1.5}, {"structures": -1}, {"n_raw": 0}, {"n_polish": -1}, {"maxiter": None},
-                {"hybrids": 1}, {"n_local": -1}):
+                {"hybrids": 1}, {"n_local": -1}, {"local_scales": (0.1, 0.01)}, {"local_scales": (0.0, 0.1)},
+                {"local_scales": 0.1}, {"local_scales": (0.1, 2.0)}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             MessagePassingConfig(**bad)
+    assert MessagePassingConfig(local_scales=[0.01, 0.1]).local_scales == (0.01, 0.1)  # a journal's list, as saved
 
 
 def test_kernel_is_the_sum_of_the_forest_components():

@@ -338,7 +338,8 @@ def test_deterministic_objective_makes_the_model_interpolate_and_survives_save_l
 
 def test_an_additive_journal_from_before_the_rows_near_the_incumbent_loads_as_it_ran(tmp_path):
     """Runs of `additive` saved before 2026-11-28 scored the paper's candidates alone by UCB; their optimizer
-    record lacks `hybrids` and `n_local`, which load as the values those runs used, not today's defaults."""
+    record lacks `hybrids`, `n_local` and `local_scales`, which load as the values those runs used, not today's
+    defaults."""
     from optim.acquisition import UCB
     from optim.message_passing import MessagePassingConfig
 
@@ -348,7 +349,9 @@ def test_an_additive_journal_from_before_the_rows_near_the_incumbent_loads_as_it
     header = json.loads(path.read_text().splitlines()[0])
     assert header["run"]["acquisition"]["name"] == "logei" and header["run"]["optimizer"]["hybrids"] is True
     header["run"]["acquisition"] = {"name": "ucb", "beta": None}
+    assert header["run"]["optimizer"]["local_scales"] == [0.1, 0.1]
     del header["run"]["optimizer"]["hybrids"], header["run"]["optimizer"]["n_local"]
+    del header["run"]["optimizer"]["local_scales"]
     path.write_text(json.dumps(header) + "\n")
     before = MessagePassingConfig(hybrids=False, n_local=0)
     old = BayesOpt.load(path)

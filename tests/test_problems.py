@@ -159,6 +159,9 @@ def test_initial_design_options_and_method_specs():
     assert mip_options("additive+polish0") == {}
     assert message_passing_options("additive_ls015:ucb+hybrids0+local0") == {"hybrids": False, "n_local": 0}
     assert message_passing_options("additive+hybrids1+local64") == {"hybrids": True, "n_local": 64}
+    assert message_passing_options("additive+fine2") == {"local_scales": (0.01, 0.1)}
+    with pytest.raises(ValueError, match="fineE"):
+        split_method("additive+fine1")  # (0.1, 0.1) is the default: the flag starts at 2
     with pytest.raises(ValueError, match="polishK"):
         split_method("additive+polish")
     from optim.bench.runner import EXPLORE_PATHS, explore_paths

@@ -104,8 +104,9 @@ def split_method(method: str) -> tuple[str, str | None, str | None, bool]:
                              "'+qN' (synchronous batches of N), '+liar' / '+believer' (the batch strategy), "
                              "'+explore' (epsilon-greedy paths, see explore_paths), '+scipT' and '+forestsK' "
                              "(BARK's MIP: T seconds of SCIP, K forests in the MIP; see mip_options), '+polishK', "
-                             "'+hybrids0' / '+hybrids1', '+localN' (message passing: K candidates polished by "
-                             "L-BFGS-B, hybrid rows off or on, N rows near the incumbent; see message_passing_options)")
+                             "'+hybrids0' / '+hybrids1', '+localN', '+fineE' (message passing: K candidates polished by "
+                             "L-BFGS-B, hybrid rows off or on, N rows near the incumbent, their step sd from 10^-E to "
+                             "0.1; see message_passing_options)")
     spec, _, transform = spec.partition("/")
     name, _, acquisition = spec.partition(":")
     return name, acquisition or None, transform or None, "deterministic" in flags  # None: BayesOpt's default
@@ -117,10 +118,11 @@ def _is_batch_flag(flag: str) -> bool:
 
 #: method flags that set an optimizer's config field from the number that follows them, with the least number
 #: allowed: '+scip10' -> MIPConfig(time_limit=10), '+polish0' -> MessagePassingConfig(n_polish=0), '+hybrids0' ->
-#: MessagePassingConfig(hybrids=False), '+local0' -> MessagePassingConfig(n_local=0)
+#: MessagePassingConfig(hybrids=False), '+local0' -> MessagePassingConfig(n_local=0), '+fine2' ->
+#: MessagePassingConfig(local_scales=(0.01, 0.1)) (the local rows' step sd log-uniform from 10^-2 to 0.1)
 MIP_FLAGS = {"scip": ("time_limit", float, 1), "forests": ("forests", int, 1)}
 MESSAGE_PASSING_FLAGS = {"polish": ("n_polish", int, 0), "hybrids": ("hybrids", lambda v: bool(int(v)), 0),
-                         "local": ("n_local", int, 0)}
+                         "local": ("n_local", int, 0), "fine": ("local_scales", lambda v: (10.0 ** -int(v), 0.1), 2)}
 
 
 def _flag_setting(flag: str, flags: dict) -> tuple | None:
