@@ -138,11 +138,11 @@ def _with_defaults(run: dict) -> dict:
     if isinstance(run.get("optimizer"), dict):
         try:
             _, config = optimizer_from_dict(run["optimizer"])
+            run["optimizer"] = {**asdict(config), **run["optimizer"]}
         except (TypeError, ValueError):  # unknown settings: compared as stored, so the run is refused by name
-            return run
-        # as JSON, like the header it is compared with (a tuple field reads back as a list)
-        run["optimizer"] = json.loads(json.dumps({**asdict(config), **run["optimizer"]}))
-    return run
+            pass
+    # as JSON, like the header it is compared with: a default added as a tuple would otherwise never equal its list
+    return json.loads(json.dumps(run))
 
 
 class BayesOpt:
@@ -528,7 +528,7 @@ class BayesOpt:
     def _migrate_snapshot(self, path, header: dict) -> None:
         """Turn a JSON snapshot of this run (an older checkpoint) into a journal in place, atomically."""
         d = _read_snapshot(path)
-        stored = _with_defaults(json.loads(json.dumps(d)))
+        stored = _with_defaults(d)
         differ = [k for k in header["run"] if k in stored and stored[k] != header["run"][k]]
         if differ:
             raise ValueError(f"{path} is a saved run of different settings (it differs in {', '.join(differ)}); "
