@@ -162,6 +162,12 @@ def test_initial_design_options_and_method_specs():
     assert message_passing_options("additive+fine2") == {"local_scales": (0.01, 0.1)}
     with pytest.raises(ValueError, match="fineE"):
         split_method("additive+fine1")  # (0.1, 0.1) is the default: the flag starts at 2
+    from optim.bench.runner import sampler_options
+    assert split_method("additive+depth3") == ("additive", None, None, False)
+    assert sampler_options("additive_ls015:logei+depth3+local256") == {"max_tree_depth": 3}
+    assert sampler_options("additive+local256") == {} and message_passing_options("additive+depth3") == {}
+    with pytest.raises(ValueError, match="depthK"):
+        split_method("additive+depth0")
     with pytest.raises(ValueError, match="polishK"):
         split_method("additive+polish")
     from optim.bench.runner import EXPLORE_PATHS, explore_paths

@@ -106,7 +106,8 @@ def split_method(method: str) -> tuple[str, str | None, str | None, bool]:
                              "(BARK's MIP: T seconds of SCIP, K forests in the MIP; see mip_options), '+polishK', "
                              "'+hybrids0' / '+hybrids1', '+localN', '+fineE' (message passing: K candidates polished by "
                              "L-BFGS-B, hybrid rows off or on, N rows near the incumbent, their step sd from 10^-E to "
-                             "0.1; see message_passing_options)")
+                             "0.1; see message_passing_options), '+depthK' (NUTS trees of at most 2^K - 1 leapfrog steps; "
+                             "see sampler_options)")
     spec, _, transform = spec.partition("/")
     name, _, acquisition = spec.partition(":")
     return name, acquisition or None, transform or None, "deterministic" in flags  # None: BayesOpt's default
@@ -123,6 +124,9 @@ def _is_batch_flag(flag: str) -> bool:
 MIP_FLAGS = {"scip": ("time_limit", float, 1), "forests": ("forests", int, 1)}
 MESSAGE_PASSING_FLAGS = {"polish": ("n_polish", int, 0), "hybrids": ("hybrids", lambda v: bool(int(v)), 0),
                          "local": ("n_local", int, 0), "fine": ("local_scales", lambda v: (10.0 ** -int(v), 0.1), 2)}
+#: method flags that override a field of the model's own loop settings (SamplerSettings.for_surrogate):
+#: '+depth3' -> max_tree_depth=3
+SAMPLER_FLAGS = {"depth": ("max_tree_depth", int, 1)}
 
 
 def _flag_setting(flag: str, flags: dict) -> tuple | None:
@@ -135,7 +139,7 @@ def _flag_setting(flag: str, flags: dict) -> tuple | None:
 
 
 def _is_optimizer_flag(flag: str) -> bool:
-    return any(_flag_setting(flag, flags) is not None for flags in (MIP_FLAGS, MESSAGE_PASSING_FLAGS))
+    return any(_flag_setting(flag, flags) is not None for flags in (MIP_FLAGS, MESSAGE_PASSING_FLAGS, SAMPLER_FLAGS))
 
 
 def _options(method: str, flags: dict) -> dict:
@@ -151,6 +155,12 @@ def message_passing_options(method: str) -> dict:
     """MessagePassingConfig fields set by a method's flags: 'additive+polish0' -> {n_polish: 0} (no L-BFGS-B polish),
     'additive:ucb+hybrids0+local0' -> {hybrids: False, n_local: 0} (the paper's candidates alone)."""
     return _options(method, MESSAGE_PASSING_FLAGS)
+
+
+def sampler_options(method: str) -> dict:
+    """SamplerSettings fields a method's flags override in the model's own settings: 'additive+depth3' ->
+    {max_tree_depth: 3}."""
+    return _options(method, SAMPLER_FLAGS)
 
 
 def batch_options(method: str) -> tuple[int, str]:
@@ -201,10 +211,16 @@ def run_cell(method: str, problem_name: str, seed: int, budget: int, n_init: int
         else:
             surrogate, acquisition, transform, deterministic = split_method(method)
             q, strategy = batch_options(method)
-            if surrogate in ABLATIONS:
-                surrogate = ABLATIONS[surrogate](problem.space)
+            surrogate = benchmark_model(surrogate, problem.space) if surrogate in ABLATIONS or sampler_options(method) \
+                else surrogate
             settings = dict(acquisition=acquisition, design=design, output_transform=transform,
                             deterministic=deterministic, batch_strategy=strategy)
+            if sampler_options(method):
+                import dataclasses
+
+                from optim.loop import SamplerSettings
+                settings["sampler"] = dataclasses.replace(SamplerSettings.for_surrogate(surrogate),
+                                                          **sampler_options(method))
             epsilon, mip, passing = explore_paths(method), mip_options(method), message_passing_options(method)
             if epsilon:
                 from optim.path_lbfgs import LBFGSConfig
@@ -379,11 +395,11 @@ def paths_timing(depth: int, n: int, iterations: int, max_paths, seed: int = 0) 
 
 def scaling_cell(surrogate: str, n: int, dim: int | None = None, seed: int = 0, cold_warmup: int = 20,
                  problem: str | None = None) -> dict:
-    """Seconds of one BO iteration of `surrogate` (a registered name or a benchmark variant) at data size n
-    on a named problem, or on the additive GP tree function of dimension `dim`: a warm MCMC refit (the
-    second one: the first compiles), an iteration between refits (draws conditioned on the new data) and
-    the acquisition. The cold fit that starts the chains uses only `cold_warmup` sweeps: it is not what is
-    measured."""
+    """Seconds of one BO iteration of `surrogate` (a registered name or a benchmark variant, optionally with
+    sampler flags: 'additive+depth3') at data size n on a named problem, or on the additive GP tree function of
+    dimension `dim`: a warm MCMC refit (the second one: the first compiles), an iteration between refits (draws
+    conditioned on the new data) and the acquisition. The cold fit that starts the chains uses only `cold_warmup`
+    sweeps: it is not what is measured."""
     import dataclasses
 
     from optim.bench.problems import get_problem
@@ -392,8 +408,9 @@ def scaling_cell(surrogate: str, n: int, dim: int | None = None, seed: int = 0, 
 
     problem = get_problem(problem) if problem is not None else additive_gp("tree", dim)
     dim = problem.space.dim
-    model = benchmark_model(surrogate, problem.space)
-    settings = dataclasses.replace(SamplerSettings.for_surrogate(model), cold_warmup=cold_warmup)
+    model = benchmark_model(split_method(surrogate)[0], problem.space)
+    settings = dataclasses.replace(SamplerSettings.for_surrogate(model), cold_warmup=cold_warmup,
+                                   **sampler_options(surrogate))
     opt = BayesOpt(problem.space, model, seed=seed, n_init=n, sampler=settings)
     for config in problem.space.sobol(n, seed=seed):
         opt.tell(config, problem(config))
