@@ -8,15 +8,23 @@ proposal goes elsewhere; the hyperparameters and structure stay the draws fitted
   model's shape and only removes the uncertainty the pending evaluation will remove.
 - ``liar``: the constant liar CL-min of the same paper: every pending point is assumed to return the best
   value seen so far, which pushes the batch away from the incumbent more strongly.
+- ``fantasy``: one sampled outcome per pending point, y_p ~ N(mu_s(x_p), var_s(x_p)) under one posterior draw s
+  picked at random, and the incumbent lowered to the best of the observations and these fantasies. With the
+  incumbent so lowered, EI of the conditioned posterior is what a candidate adds to the joint expected
+  improvement of the batch given those outcomes: max(0, b - min(f_p, f_x)) = max(0, b - f_p) + max(0,
+  min(b, f_p) - f_x). So in expectation over the fantasies the proposal maximizes the sequential-greedy q-EI
+  (Ginsbourger et al. 2010; Snoek, Larochelle & Adams 2012 integrate over fantasies the same way); one
+  fantasy per proposal is its one-sample estimate, as Thompson sampling uses one draw. The pending points are
+  sampled independently (their joint covariance is not drawn).
 
-Both reduce to sequential BO when nothing is pending. BENCHMARKS.md ("Parallel evaluation") compares them.
+All three reduce to sequential BO when nothing is pending. BENCHMARKS.md ("Parallel evaluation") compares them.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-BATCH_STRATEGIES = ("believer", "liar")
+BATCH_STRATEGIES = ("believer", "liar", "fantasy")
 
 
 def check_batch_strategy(strategy: str) -> str:
@@ -25,19 +33,33 @@ def check_batch_strategy(strategy: str) -> str:
     return strategy
 
 
-def fantasy_values(strategy: str, posterior, X_pending: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Fantasy observations (model units, as `y`) for the encoded pending rows `X_pending`."""
+def fantasy_values(strategy: str, posterior, X_pending: np.ndarray, y: np.ndarray,
+                   rng: np.random.Generator | None = None) -> np.ndarray:
+    """Fantasy observations (model units, as `y`) for the encoded pending rows `X_pending`; `rng` (needed by
+    ``fantasy``) picks the posterior draw and samples its outcomes."""
     if strategy == "believer":
         mean, _ = posterior.predict(X_pending)
         return np.asarray(mean).mean(axis=0)
     if strategy == "liar":
         return np.full(len(X_pending), float(np.min(y)))
+    if strategy == "fantasy":
+        if rng is None:
+            raise ValueError("the 'fantasy' batch strategy samples its outcomes: pass rng")
+        mean, var = posterior.predict(X_pending)
+        draw = rng.integers(mean.shape[0])
+        return mean[draw] + np.sqrt(np.maximum(var[draw], 0.0)) * rng.standard_normal(len(X_pending))
     raise ValueError(f"unknown batch strategy {strategy!r}")
 
 
-def with_pending(strategy: str, posterior, X: np.ndarray, y: np.ndarray, X_pending: np.ndarray):
-    """The posterior conditioned on the observations and on fantasies at the pending rows (or itself if none)."""
+def with_pending(strategy: str, posterior, X: np.ndarray, y: np.ndarray, X_pending: np.ndarray,
+                 rng: np.random.Generator | None = None):
+    """(posterior, incumbent): the posterior conditioned on the observations and on fantasies at the pending
+    rows, and the best value the acquisition improves on (min y, or for ``fantasy`` the best of y and the
+    fantasies). With nothing pending: the posterior itself and min y."""
+    best = float(np.min(y))
     if len(X_pending) == 0:
-        return posterior
-    fantasies = fantasy_values(strategy, posterior, X_pending, y)
-    return posterior.conditioned_on(np.vstack([X, X_pending]), np.concatenate([y, fantasies]))
+        return posterior, best
+    fantasies = fantasy_values(strategy, posterior, X_pending, y, rng)
+    if strategy == "fantasy":
+        best = min(best, float(np.min(fantasies)))
+    return posterior.conditioned_on(np.vstack([X, X_pending]), np.concatenate([y, fantasies])), best

@@ -8,6 +8,8 @@ import math
 import sys
 import time
 
+from optim.batch import BATCH_STRATEGIES
+
 
 def integer_at_least(low: int):
     """An argparse type: an integer >= low, with a one-line error otherwise."""
@@ -87,7 +89,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="evaluate on a Dask cluster (e.g. tcp://host:8786); needs pip install 'treezoo[dask]'")
     run.add_argument("--timeout", type=positive_seconds, default=None,
                      help="seconds after which a running evaluation is recorded as failed")
-    run.add_argument("--batch-strategy", default="believer", choices=["believer", "liar"],
+    run.add_argument("--batch-strategy", default="believer", choices=list(BATCH_STRATEGIES),
                      help="how evaluations in flight enter the next proposals (default believer)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     sub.add_parser("problems", help="list built-in problems")

@@ -81,6 +81,7 @@ class Stream(enum.IntEnum):
     RANDOM = 1  # random proposals (random search, too few observations, a duplicate proposal)
     SAMPLER = 2  # the MCMC fit
     OPTIMIZER = 3  # the acquisition optimizer
+    BATCH = 4  # the outcomes the 'fantasy' batch strategy samples at pending points
 
 
 def derive_seed(seed: int, step: int, stream: Stream) -> int:
@@ -156,7 +157,7 @@ class BayesOpt:
     ("lbfgs", "vertex_ucb", "two_step", "mip", or one added by `optim.register_optimizer`), a settings
     instance (`LBFGSConfig(...)`, `MIPConfig(...)`), or a (name, settings) pair. An optimizer the
     surrogate cannot serve is refused here, before any evaluation is spent.
-    `batch_strategy`: how configurations in flight enter the next proposal ("believer" or "liar",
+    `batch_strategy`: how configurations in flight enter the next proposal ("believer", "liar" or "fantasy",
     see optim.batch). `journal`: a path; every ask and tell is appended to it as it happens
     (optim.journal), and an existing journal of the same run is resumed (one of another run is refused).
     `output_transform`: None (a resumed journal's; otherwise the transform `surrogate="auto"` pairs with its
@@ -323,9 +324,9 @@ class BayesOpt:
         t1 = time.perf_counter()
         X_pending = (self.space.encode([p["config"] for p in self._pending]) if self._pending
                      else np.zeros((0, X.shape[1])))
-        posterior = with_pending(self.batch_strategy, self.posterior, X, y, X_pending)
-        acqf = AcquisitionFunction(posterior, self.acquisition, best=float(np.min(y)),
-                                   t=step - self.n_init + 1)
+        posterior, best = with_pending(self.batch_strategy, self.posterior, X, y, X_pending,
+                                       np.random.default_rng(derive_seed(self.seed, step, Stream.BATCH)))
+        acqf = AcquisitionFunction(posterior, self.acquisition, best=best, t=step - self.n_init + 1)
         rng = np.random.default_rng(derive_seed(self.seed, step, Stream.OPTIMIZER))
         x, value, extra = self.optimizer_entry.optimize(acqf, self.space, rng, self.optimizer)
         if x is None or not np.isfinite(value):  # every candidate's acquisition failed numerically
@@ -516,7 +517,7 @@ class BayesOpt:
                 if differ:
                     raise ValueError(
                         f"{path} holds a different run (it differs in {', '.join(differ)}); pass another path, "
-                        "or the same settings to resume it (BayesOpt.load(path) holds them: its surrogate, "
+                        "or the same settings to resume it (BayesOpt.load(path) holds them: its surrogate, sampler, "
                         "acquisition and optimizer)")
                 self._replay(path, journal.records[1:])
                 self.resumed = len(self.history)
@@ -663,7 +664,7 @@ def minimize(objective: Callable[[dict], float], space: Space, surrogate="auto",
     an evaluation.
 
     `settings`: `sampler=SamplerSettings(...)`, `optimizer=` (see `BayesOpt`), `design="sobol"|"paths"`,
-    `batch_strategy="believer"|"liar"` (optim.batch), `output_transform="none"|"log"|"yeo-johnson"` (the
+    `batch_strategy="believer"|"liar"|"fantasy"` (optim.batch), `output_transform="none"|"log"|"yeo-johnson"` (the
     model fits a monotone transform of the values: for heavy-tailed objectives; unset, a resumed checkpoint's,
     otherwise the transform that `surrogate="auto"` pairs with its pick, else "none"), `deterministic=True` (the
     objective returns exact values, e.g. a simulation: the model's noise prior moves to
