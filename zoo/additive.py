@@ -103,10 +103,11 @@ class Additive(ExactGP, NoiselessForm, DependencyForest, StructureMoves):
     discrete_sites = {"graph": "graph"}
     prior_is_traceable = False  # the forest prior's exact draw runs in NumPy (zoo.forest_prior)
     #: BO-loop MCMC budget: a likelihood costs O(D n^2) plus a Cholesky, so warm fits are short
-    #: continuations (10 warm-up + 8 x 2 sweeps) with shallow NUTS trees (at most 16 leapfrog steps), run
-    #: every 5th iteration (paper 002 relearns every 15); in between the draws condition on the new data
+    #: continuations (10 warm-up + 8 x 2 sweeps) with shallow NUTS trees (depth 3: at most 7 leapfrog steps, half
+    #: the refit of depth 4 at the same regret, BENCHMARKS.md "Shallower NUTS trees"), run every 5th iteration
+    #: (paper 002 relearns every 15); in between the draws condition on the new data
     sampler_defaults = {"num_chains": 2, "cold_warmup": 150, "warm_warmup": 10, "num_samples": 8, "thinning": 2,
-                        "max_tree_depth": 4, "refit_every": 5}
+                        "max_tree_depth": 3, "refit_every": 5}
 
     #: journals written before `lengthscale_prior` was recorded ran the zoo's 2-D prior
     options_added = {"lengthscale_prior": None}

@@ -17,6 +17,8 @@ import time
 import numpy as np
 
 STARTS = ("cold", "truth")
+#: NUTS tree depth of the recovery fits: the BO loop's depth when the recovery tables were measured
+RECOVERY_TREE_DEPTH = 4
 
 
 @functools.lru_cache(maxsize=None)
@@ -51,7 +53,8 @@ def recovery_cell(structure: str, dim: int, n: int, seed: int, start: str, warmu
                   thinning: int = 2, chains: int = 2) -> dict:
     """Edge recovery of one posterior: `additive` fitted to n uniform random points of the built-in additive GP
     function (`structure`, `dim`, function seed 0), chains from random forests (`start="cold"`) or from the true
-    graph (`"truth"`); NUTS trees of the BO loop's depth (at most 16 leapfrog steps)."""
+    graph (`"truth"`); NUTS trees of depth 4 (at most 15 leapfrog steps), the BO loop's until 2026-11-28, with which
+    BENCHMARKS.md's recovery tables were measured."""
     from inference import sample
     from optim.bench.problems.additive import additive_function
     from optim.bench.report import graph_f1
@@ -68,7 +71,7 @@ def recovery_cell(structure: str, dim: int, n: int, seed: int, start: str, warmu
     model = Additive(space) if start == "cold" else _truth_started(space, truth)
     t0 = time.perf_counter()
     post = sample(model, X, fn(X), key=seed, num_warmup=warmup, num_samples=samples, num_chains=chains,
-                  thinning=thinning, max_tree_depth=Additive.sampler_defaults["max_tree_depth"])
+                  thinning=thinning, max_tree_depth=RECOVERY_TREE_DEPTH)
     seconds = time.perf_counter() - t0
     P = model.edge_probabilities(post.samples)
     i, j = np.triu_indices(dim, 1)
