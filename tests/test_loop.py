@@ -1,5 +1,6 @@
 """The ask/tell loop and minimize: determinism, save/load, bad input, and beating random search."""
 
+import dataclasses
 import json
 import math
 
@@ -7,8 +8,10 @@ import numpy as np
 import pytest
 
 from optim import BayesOpt, minimize
+from optim.loop import SamplerSettings
 from tests.conftest import FAST_OPTIMIZER, FAST_SAMPLER
 from zoo import GP, Real, Space
+from zoo.additive import Additive
 
 FAST = dict(sampler=FAST_SAMPLER, optimizer=FAST_OPTIMIZER)
 
@@ -360,6 +363,21 @@ def test_an_additive_journal_from_before_the_rows_near_the_incumbent_loads_as_it
         BayesOpt(space, "additive", sampler=FAST_SAMPLER, journal=path)
     with BayesOpt(space, "additive", acquisition="ucb", optimizer=before, sampler=FAST_SAMPLER, journal=path) as again:
         assert again.optimizer == before
+
+
+def test_an_additive_journal_from_before_depth_3_trees_is_refused_by_name_and_resumes_with_its_sampler(tmp_path):
+    """`additive`'s loop default ran NUTS trees of depth 4 until 2026-11-28 (3 since): such a journal, resumed under
+    today's defaults, is refused with `sampler` named and the way to resume given; its own settings resume it."""
+    space = Space([Real("a", 0, 1), Real("b", 0, 1), Real("c", 0, 1)])
+    path = tmp_path / "add.jsonl"
+    assert SamplerSettings.for_surrogate(Additive(space)).max_tree_depth == 3
+    before = dataclasses.replace(SamplerSettings.for_surrogate(Additive(space)), max_tree_depth=4)
+    BayesOpt(space, "additive", sampler=before, journal=path).journal.close()
+    assert BayesOpt.load(path).sampler == before
+    with pytest.raises(ValueError, match="differs in sampler.*its surrogate, sampler"):
+        BayesOpt(space, "additive", journal=path)
+    with BayesOpt(space, "additive", sampler=BayesOpt.load(path).sampler, journal=path) as again:
+        assert again.sampler.max_tree_depth == 4
 
 
 def test_a_journal_written_before_a_settings_field_existed_resumes_and_a_changed_field_is_refused(tmp_path):
