@@ -103,8 +103,8 @@ class Additive(ExactGP, NoiselessForm, DependencyForest, StructureMoves):
     discrete_sites = {"graph": "graph"}
     prior_is_traceable = False  # the forest prior's exact draw runs in NumPy (zoo.forest_prior)
     #: BO-loop MCMC budget: a likelihood costs O(D n^2) plus a Cholesky, so warm fits are short
-    #: continuations (10 warm-up + 8 x 2 sweeps) with shallow NUTS trees (depth 3: at most 7 leapfrog steps, half
-    #: the refit of depth 4 at the same regret, BENCHMARKS.md "Shallower NUTS trees"), run every 5th iteration
+    #: continuations (10 warm-up + 8 x 2 sweeps) with shallow NUTS trees (depth 3: at most 7 leapfrog steps, 56%
+    #: of depth 4's refit time at the same regret, BENCHMARKS.md "Shallower NUTS trees"), run every 5th iteration
     #: (paper 002 relearns every 15); in between the draws condition on the new data
     sampler_defaults = {"num_chains": 2, "cold_warmup": 150, "warm_warmup": 10, "num_samples": 8, "thinning": 2,
                         "max_tree_depth": 3, "refit_every": 5}
