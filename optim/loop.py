@@ -324,8 +324,8 @@ class BayesOpt:
         t1 = time.perf_counter()
         X_pending = (self.space.encode([p["config"] for p in self._pending]) if self._pending
                      else np.zeros((0, X.shape[1])))
-        posterior, best = with_pending(self.batch_strategy, self.posterior, X, y, X_pending,
-                                       np.random.default_rng(derive_seed(self.seed, step, Stream.BATCH)))
+        batch_rng = np.random.default_rng(derive_seed(self.seed, step, Stream.BATCH)) if len(X_pending) else None
+        posterior, best = with_pending(self.batch_strategy, self.posterior, X, y, X_pending, batch_rng)
         acqf = AcquisitionFunction(posterior, self.acquisition, best=best, t=step - self.n_init + 1)
         rng = np.random.default_rng(derive_seed(self.seed, step, Stream.OPTIMIZER))
         x, value, extra = self.optimizer_entry.optimize(acqf, self.space, rng, self.optimizer)

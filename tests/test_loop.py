@@ -253,7 +253,6 @@ def test_a_run_reloads_with_the_model_it_was_built_with(flat2, tmp_path):
     GP(space, warp=True): "gp_warp"; a registered name with other options, Additive(space, gamma=0.5)) reloads
     as built; resuming it under other options is refused; a snapshot of such a run converts to a journal."""
     from optim.registry import SURROGATES
-    from zoo.additive import Additive
 
     warped = GP(flat2, warp=True)
     assert warped.name not in SURROGATES

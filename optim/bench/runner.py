@@ -211,16 +211,16 @@ def run_cell(method: str, problem_name: str, seed: int, budget: int, n_init: int
         else:
             surrogate, acquisition, transform, deterministic = split_method(method)
             q, strategy = batch_options(method)
-            surrogate = benchmark_model(surrogate, problem.space) if surrogate in ABLATIONS or sampler_options(method) \
-                else surrogate
+            sampler = sampler_options(method)
+            if surrogate in ABLATIONS or sampler:  # an instance: its own loop settings are the flags' base
+                surrogate = benchmark_model(surrogate, problem.space)
             settings = dict(acquisition=acquisition, design=design, output_transform=transform,
                             deterministic=deterministic, batch_strategy=strategy)
-            if sampler_options(method):
+            if sampler:
                 import dataclasses
 
                 from optim.loop import SamplerSettings
-                settings["sampler"] = dataclasses.replace(SamplerSettings.for_surrogate(surrogate),
-                                                          **sampler_options(method))
+                settings["sampler"] = dataclasses.replace(SamplerSettings.for_surrogate(surrogate), **sampler)
             epsilon, mip, passing = explore_paths(method), mip_options(method), message_passing_options(method)
             if epsilon:
                 from optim.path_lbfgs import LBFGSConfig
