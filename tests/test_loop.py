@@ -9,8 +9,10 @@ import pytest
 
 from optim import BayesOpt, minimize
 from optim.loop import SamplerSettings
+from optim.registry import SURROGATES
 from tests.conftest import FAST_OPTIMIZER, FAST_SAMPLER
 from zoo import GP, Real, Space
+from zoo.addtree import AddTree
 from zoo.additive import Additive
 
 FAST = dict(sampler=FAST_SAMPLER, optimizer=FAST_OPTIMIZER)
@@ -252,8 +254,6 @@ def test_a_run_reloads_with_the_model_it_was_built_with(flat2, tmp_path):
     """The journal records the model's class and options: a zoo model with any options (a name not registered,
     GP(space, warp=True): "gp_warp"; a registered name with other options, Additive(space, gamma=0.5)) reloads
     as built; resuming it under other options is refused; a snapshot of such a run converts to a journal."""
-    from optim.registry import SURROGATES
-
     warped = GP(flat2, warp=True)
     assert warped.name not in SURROGATES
     BayesOpt(flat2, warped, seed=0, **FAST).save(tmp_path / "run.json")
@@ -364,19 +364,34 @@ def test_an_additive_journal_from_before_the_rows_near_the_incumbent_loads_as_it
         assert again.optimizer == before
 
 
-def test_an_additive_journal_from_before_depth_3_trees_is_refused_by_name_and_resumes_with_its_sampler(tmp_path):
-    """`additive`'s loop default ran NUTS trees of depth 4 until 2026-11-28 (3 since): such a journal, resumed under
-    today's defaults, is refused with `sampler` named and the way to resume given; its own settings resume it."""
+@pytest.mark.parametrize("name, before_depth", [("additive", 4), ("addtree", 6)])
+def test_a_journal_from_before_depth_3_trees_is_refused_by_name_and_resumes_with_its_sampler(tmp_path, name,
+                                                                                             before_depth):
+    """`additive`'s loop default ran NUTS trees of depth 4 until 2026-11-28, `addtree`'s the loop's 6 (3 since, for
+    both): such a journal, resumed under today's defaults, is refused with `sampler` named and the way to resume
+    given; its own settings resume it."""
     space = Space([Real("a", 0, 1), Real("b", 0, 1), Real("c", 0, 1)])
-    path = tmp_path / "add.jsonl"
-    assert SamplerSettings.for_surrogate(Additive(space)).max_tree_depth == 3
-    before = dataclasses.replace(SamplerSettings.for_surrogate(Additive(space)), max_tree_depth=4)
-    BayesOpt(space, "additive", sampler=before, journal=path).journal.close()
+    path = tmp_path / f"{name}.jsonl"
+    model = SURROGATES[name](space)
+    assert SamplerSettings.for_surrogate(model).max_tree_depth == 3
+    before = dataclasses.replace(SamplerSettings.for_surrogate(model), max_tree_depth=before_depth)
+    BayesOpt(space, name, sampler=before, journal=path).journal.close()
     assert BayesOpt.load(path).sampler == before
     with pytest.raises(ValueError, match="differs in sampler.*its surrogate, sampler"):
-        BayesOpt(space, "additive", journal=path)
-    with BayesOpt(space, "additive", sampler=BayesOpt.load(path).sampler, journal=path) as again:
-        assert again.sampler.max_tree_depth == 4
+        BayesOpt(space, name, journal=path)
+    with BayesOpt(space, name, sampler=BayesOpt.load(path).sampler, journal=path) as again:
+        assert again.sampler.max_tree_depth == before_depth
+
+
+def test_addtree_runs_depth_3_trees_and_its_shared_variant_the_loop_default():
+    """Depth 3 was measured for plain Add-Tree only; `share_like=True` keeps the loop's NUTS depth."""
+    from optim.bench.problems import get_problem
+
+    space = get_problem("jenatton_small").space  # its four leaves are alike, as share_like needs
+    assert SamplerSettings.for_surrogate(AddTree(space)).max_tree_depth == 3
+    shared = AddTree(space, share_like=True)
+    assert SamplerSettings.for_surrogate(shared).max_tree_depth == SamplerSettings().max_tree_depth
+    assert AddTree.sampler_defaults == {"max_tree_depth": 3}  # the instance's setting did not leak to the class
 
 
 def test_a_journal_written_before_a_settings_field_existed_resumes_and_a_changed_field_is_refused(tmp_path):

@@ -74,6 +74,11 @@ class AddTree(ExactGP, AdditiveComponents, PathLocalPredictions, NoiselessForm):
     name = "addtree"
     default_acquisition = "logei"  # exact per-path log-EI; "ucb" runs Algorithm 2 of 000 (per vertex)
     preferred_optimizers = ("vertex_ucb", "lbfgs")  # Algorithm 2 serves UCB; per-path L-BFGS-B the rest
+    #: BO-loop MCMC: NUTS trees of depth 3 (at most 7 leapfrog steps; the loop's default is 6). The warm refits'
+    #: trajectories ran 15 steps, and each gradient sums every vertex's kernel, so the fit cost 1.4-4x the GP's;
+    #: at depth 3 it is a quarter of that, at the same regret on the conditional family (BENCHMARKS.md,
+    #: "Shallower NUTS trees for Add-Tree"). With ``share_like=True`` the loop's default stays (not measured)
+    sampler_defaults = {"max_tree_depth": 3}
 
     def __init__(self, space: Space, noise_prior=(-4.0, 1.0), pooled: bool = False, interactions: bool = False,
                  share_like: bool = False):
@@ -82,6 +87,8 @@ class AddTree(ExactGP, AdditiveComponents, PathLocalPredictions, NoiselessForm):
         self.pooled = bool(pooled)
         self.interactions = bool(interactions)
         self.share_like = bool(share_like)
+        if self.share_like:
+            self.sampler_defaults = {}
         kinds = space.kinds
         vertices = []  # the parameter-owning vertices of the space, as additive components
         for name, node in space.nodes.items():
