@@ -315,6 +315,7 @@ def test_render_regenerates_blocks_and_check_detects_drift(tmp_path):
     assert "| exp2d | random | 2 |" in report.render_block(f"regret {out.name} --at 3 --methods random", str(tmp_path))
     with pytest.raises(FileNotFoundError):  # --methods keeps the named methods' records only: none here
         report.render_block(f"regret {out.name} --at 3 --methods gp", str(tmp_path))
+    assert "| exp2d | random | 1 |" in report.render_block(f"regret {out.name} --at 3 --seeds 1", str(tmp_path))
 
 
 def test_benchmarks_document_matches_its_results():

@@ -75,9 +75,10 @@ class AddTree(ExactGP, AdditiveComponents, PathLocalPredictions, NoiselessForm):
     default_acquisition = "logei"  # exact per-path log-EI; "ucb" runs Algorithm 2 of 000 (per vertex)
     preferred_optimizers = ("vertex_ucb", "lbfgs")  # Algorithm 2 serves UCB; per-path L-BFGS-B the rest
     #: BO-loop MCMC: NUTS trees of depth 3 (at most 7 leapfrog steps; the loop's default is 6). The warm refits'
-    #: trajectories ran 15 steps, and each gradient sums every vertex's kernel, so the fit cost 1.4-4x the GP's;
-    #: at depth 3 it is a quarter of that, at the same regret on the conditional family (BENCHMARKS.md,
-    #: "Shallower NUTS trees for Add-Tree"). With ``share_like=True`` the loop's default stays (not measured)
+    #: trajectories ran 15 steps, and each gradient sums every vertex's kernel, so the fit cost up to 4x the GP's;
+    #: at depth 3 the warm fit takes about a quarter of depth 6's seconds, at the same regret on the conditional
+    #: family (BENCHMARKS.md, "Shallower NUTS trees for Add-Tree"). ``share_like=True`` keeps the loop's default
+    #: (not measured at depth 3)
     sampler_defaults = {"max_tree_depth": 3}
 
     def __init__(self, space: Space, noise_prior=(-4.0, 1.0), pooled: bool = False, interactions: bool = False,

@@ -643,7 +643,8 @@ def render_block(args: str, base_dir: str, load=load_records) -> str:
     `periter FILES --at N..`, `regression FILE [--reference M]`, `regression-data FILE [--reference M]`, `timing FILE`, `compiles FILE`, `paths FILE`, `scaling FILE`, `f1 FILES --at B..`, `calibration FILE`, `parallel FILE [--at B]`, `journal FILE`,
     `match FILES --reference M --at B..`, `pathfinding FILES`, `cost FILES --reference M`,
     `family FILES --reference M --at B..`, `mipstudy FILES`, `recovery FILE`, `prediction FILE --reference M`;
-    FILES is a comma-separated list of results files. `--problems P..` and `--methods M..` keep those records only."""
+    FILES is a comma-separated list of results files. `--problems P..` and `--methods M..` keep those records only;
+    `--seeds N` keeps seeds 0 to N-1 (methods compared on the seeds they all ran)."""
     argv = shlex.split(args)
     kind, paths = argv[0], [os.path.join(base_dir, p) for p in argv[1].split(",")]
     opts = {}
@@ -661,6 +662,8 @@ def render_block(args: str, base_dir: str, load=load_records) -> str:
         data = [r for r in data if r.get("problem") in opts["problems"]]
     if "methods" in opts:
         data = [r for r in data if r.get("method") in opts["methods"]]
+    if "seeds" in opts:
+        data = [r for r in data if "seed" in r and int(r["seed"]) < int(opts["seeds"][0])]
     if not data:
         raise FileNotFoundError(f"no results in {argv[1]}")
     if kind == "mip":
