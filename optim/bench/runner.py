@@ -35,6 +35,9 @@ from optim.bench.problems.additive import STRUCTURES
 from optim.bench.recovery import STARTS
 from optim.transforms import OUTPUT_TRANSFORMS
 
+#: the batch-strategy flags as the error messages list them: '+believer' / '+liar' / ...
+_STRATEGY_FLAGS = " / ".join(f"'+{s}'" for s in BATCH_STRATEGIES)
+
 
 def _versions(extra=()) -> dict:
     import importlib.metadata as md
@@ -101,7 +104,7 @@ def split_method(method: str) -> tuple[str, str | None, str | None, bool]:
     for flag in flags:
         if flag not in ("deterministic", "explore") and not _is_batch_flag(flag) and not _is_optimizer_flag(flag):
             raise ValueError(f"unknown method option {flag!r} in {method!r}; the options are '+deterministic', "
-                             "'+qN' (synchronous batches of N), '+liar' / '+believer' / '+fantasy' (the batch strategy), "
+                             f"'+qN' (synchronous batches of N), {_STRATEGY_FLAGS} (the batch strategy), "
                              "'+explore' (epsilon-greedy paths, see explore_paths), '+scipT' and '+forestsK' "
                              "(BARK's MIP: T seconds of SCIP, K forests in the MIP; see mip_options), '+polishK', "
                              "'+hybrids0' / '+hybrids1', '+localN', '+fineE' (message passing: K candidates polished by "
@@ -273,7 +276,7 @@ def cmd_run(args) -> int:
         if name not in methods_available() or (transform is not None and transform not in OUTPUT_TRANSFORMS):
             print(f"treezoo-bench: unknown method {m!r}; available: {methods_available()}, optionally "
                   f"followed by ':acquisition', '/transform' ({', '.join(OUTPUT_TRANSFORMS)}), '+deterministic', "
-                  "'+qN', '+liar' / '+believer' / '+fantasy' and '+explore'",
+                  f"'+qN', {_STRATEGY_FLAGS} and '+explore'",
                   file=sys.stderr)
             return 2
         if name in PEERS and m != name:
