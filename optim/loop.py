@@ -161,7 +161,8 @@ class BayesOpt:
     see optim.batch). `journal`: a path; every ask and tell is appended to it as it happens
     (optim.journal), and an existing journal of the same run is resumed (one of another run is refused).
     `output_transform`: None (a resumed journal's; otherwise the transform `surrogate="auto"` pairs with its
-    pick, else "none"), "none", "log" or "yeo-johnson" (optim.transforms); the run's is `opt.output_transform`.
+    pick, else "none"), "none", "log", "yeo-johnson" or "yeo-johnson-design" (fitted once, on the first `n_init`
+    values; optim.transforms); the run's is `opt.output_transform`.
     """
 
     def __init__(self, space: Space, surrogate="auto", acquisition=None, seed: int = 0,
@@ -302,7 +303,7 @@ class BayesOpt:
     def _suggest(self, step: int, obs: list[dict], refit: bool = True):
         s = self.sampler
         X = self.space.encode([h["config"] for h in obs])
-        y = transform_outputs([h["value"] for h in obs], self.output_transform)
+        y = transform_outputs([h["value"] for h in obs], self.output_transform, n_fit=self.n_init)
         t0 = time.perf_counter()
         cold_refits = 0
         if refit:
@@ -664,11 +665,12 @@ def minimize(objective: Callable[[dict], float], space: Space, surrogate="auto",
     an evaluation.
 
     `settings`: `sampler=SamplerSettings(...)`, `optimizer=` (see `BayesOpt`), `design="sobol"|"paths"`,
-    `batch_strategy="believer"|"liar"|"fantasy"` (optim.batch), `output_transform="none"|"log"|"yeo-johnson"` (the
-    model fits a monotone transform of the values: for heavy-tailed objectives; unset, a resumed checkpoint's,
-    otherwise the transform that `surrogate="auto"` pairs with its pick, else "none"), `deterministic=True` (the
-    objective returns exact values, e.g. a simulation: the model's noise prior moves to
-    `zoo.base.NOISELESS_PRIOR`); unset, they default to what the surrogate asks for.
+    `batch_strategy="believer"|"liar"|"fantasy"` (optim.batch),
+    `output_transform="none"|"log"|"yeo-johnson"|"yeo-johnson-design"` (the model fits a monotone transform of
+    the values: for heavy-tailed objectives; unset, a resumed checkpoint's, otherwise the transform that
+    `surrogate="auto"` pairs with its pick, else "none"), `deterministic=True` (the objective returns exact
+    values, e.g. a simulation: the model's noise prior moves to `zoo.base.NOISELESS_PRIOR`); unset, they default
+    to what the surrogate asks for.
     """
     if not callable(objective):
         raise TypeError("objective must be callable: config dict -> float")

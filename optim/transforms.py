@@ -12,6 +12,12 @@ and maximize the acquisition on the transformed scale and still minimize the ori
   on every call, so the transformed scale follows the data. Where the fitted power sends a value to
   inf or collapses every value to one (an extreme lambda), or the fit fails, the standardized values are used untransformed: the
   model never sees a non-finite value.
+- ``"yeo-johnson-design"``: the same power transform, with its standardization and lambda fitted on the first
+  `n_fit` values only (the loop passes its initial design's size) and then held fixed. The design samples the
+  objective's values across the space; the points the search adds cluster near the incumbent, and refitted on
+  them lambda drifts down (from about 0.9 on the design to about -0.2 after 50 evaluations on Jenatton et
+  al.'s small function), and there Add-Tree stopped polishing the minimum (BENCHMARKS.md, "Jenatton's
+  functions against the peers at 50 evaluations"). Fitted once, the transform is one fixed monotone map for the whole run.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import math
 import numpy as np
 from scipy import stats
 
-OUTPUT_TRANSFORMS = ("none", "log", "yeo-johnson")
+OUTPUT_TRANSFORMS = ("none", "log", "yeo-johnson", "yeo-johnson-design")
 
 
 def check_output_transform(kind: str) -> str:
@@ -38,8 +44,9 @@ def check_value_for(kind: str, value: float) -> None:
                          "use 'yeo-johnson' for values of any sign")
 
 
-def transform_outputs(y, kind: str) -> np.ndarray:
-    """The values `y` [n] on the transformed scale (order-preserving)."""
+def transform_outputs(y, kind: str, n_fit: int | None = None) -> np.ndarray:
+    """The values `y` [n] on the transformed scale (order-preserving); "yeo-johnson-design" is fitted on the
+    first `n_fit` of them (at least 3; all of them when `n_fit` is None)."""
     check_output_transform(kind)
     y = np.asarray(y, dtype=np.float64)
     if kind == "none":
@@ -48,13 +55,15 @@ def transform_outputs(y, kind: str) -> np.ndarray:
         if y.size:
             check_value_for(kind, float(np.min(y)))
         return np.log(y)
-    scale = np.std(y)  # yeo-johnson
-    if y.size < 3 or scale == 0.0 or not np.isfinite(scale):
+    fit = y if kind == "yeo-johnson" or n_fit is None else y[:max(int(n_fit), 3)]
+    scale = np.std(fit)
+    if fit.size < 3 or scale == 0.0 or not np.isfinite(scale):
         return y
-    z = (y - np.mean(y)) / scale
+    z = (y - np.mean(fit)) / scale
     try:
         with np.errstate(over="ignore", invalid="ignore"):
-            out = np.asarray(stats.yeojohnson(z)[0], dtype=np.float64)
+            lmbda = stats.yeojohnson(z[:fit.size])[1]
+            out = np.asarray(stats.yeojohnson(z, lmbda=lmbda), dtype=np.float64)
     except (ValueError, FloatingPointError, OverflowError):
         return z
     return out if np.all(np.isfinite(out)) and np.std(out) > 0 else z

@@ -160,10 +160,25 @@ def test_output_transforms_keep_the_order_and_check_their_domain():
     assert abs(skew(yj)) < 0.5 * abs(skew(y))  # the tail is pulled in
     assert np.all(np.diff(transform_outputs(y - 5.0, "yeo-johnson")[order]) > 0)  # any sign
     assert np.array_equal(transform_outputs(np.full(4, 2.0), "yeo-johnson"), np.full(4, 2.0))
+    # fitted on the first n_fit values, then one fixed map: later values do not move the earlier ones
+    np.testing.assert_array_equal(transform_outputs(y, "yeo-johnson-design", n_fit=len(y)), yj)
+    design = transform_outputs(y, "yeo-johnson-design", n_fit=10)
+    np.testing.assert_array_equal(design[:25], transform_outputs(y[:25], "yeo-johnson-design", n_fit=10))
+    assert not np.allclose(design, yj) and np.all(np.diff(design[order]) > 0)
     with pytest.raises(ValueError, match="positive"):
         transform_outputs(np.array([1.0, -1.0]), "log")
     with pytest.raises(ValueError, match="output_transform must be one of"):
         check_output_transform("sqrt")
+
+
+def test_the_design_fitted_transform_is_fitted_on_the_initial_design(flat2):
+    from optim.transforms import transform_outputs
+
+    opt = _run(BayesOpt(flat2, "gp", seed=2, n_init=4, output_transform="yeo-johnson-design", **FAST), branin_like, 6)
+    values = [h["value"] for h in opt.history[:5]]  # the posterior of the last proposal saw five values
+    expected = transform_outputs(values, "yeo-johnson-design", n_fit=4)
+    assert opt.posterior.data.y_mean == pytest.approx(np.mean(expected))
+    assert opt.posterior.data.y_mean != pytest.approx(np.mean(transform_outputs(values, "yeo-johnson")))
 
 
 def test_log_output_transform_fits_log_values_and_survives_save_load(flat2, tmp_path):
