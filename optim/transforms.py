@@ -62,8 +62,10 @@ def transform_outputs(y, kind: str, n_fit: int | None = None) -> np.ndarray:
     z = (y - np.mean(fit)) / scale
     try:
         with np.errstate(over="ignore", invalid="ignore"):
-            lmbda = stats.yeojohnson(z[:fit.size])[1]
-            out = np.asarray(stats.yeojohnson(z, lmbda=lmbda), dtype=np.float64)
+            if fit is y:
+                out = np.asarray(stats.yeojohnson(z)[0], dtype=np.float64)
+            else:  # lambda from the first values, then the same map for all
+                out = np.asarray(stats.yeojohnson(z, lmbda=stats.yeojohnson(z[:fit.size])[1]), dtype=np.float64)
     except (ValueError, FloatingPointError, OverflowError):
         return z
     return out if np.all(np.isfinite(out)) and np.std(out) > 0 else z
