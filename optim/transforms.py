@@ -17,7 +17,8 @@ and maximize the acquisition on the transformed scale and still minimize the ori
   objective's values across the space; the points the search adds cluster near the incumbent, and refitted on
   them lambda drifts down (from about 0.9 on the design to about -0.2 after 50 evaluations on Jenatton et
   al.'s small function), and there Add-Tree stopped polishing the minimum (BENCHMARKS.md, "Jenatton's
-  functions against the peers at 50 evaluations"). Fitted once, the transform is one fixed monotone map for the whole run.
+  functions against the peers at 50 evaluations"). Fitted once, the transform is one fixed monotone map for
+  the whole run.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def transform_outputs(y, kind: str, n_fit: int | None = None) -> np.ndarray:
     z = (y - np.mean(fit)) / scale
     try:
         with np.errstate(over="ignore", invalid="ignore"):
-            if fit is y:
+            if fit.size == y.size:
                 out = np.asarray(stats.yeojohnson(z)[0], dtype=np.float64)
             else:  # lambda from the first values, then the same map for all
                 out = np.asarray(stats.yeojohnson(z, lmbda=stats.yeojohnson(z[:fit.size])[1]), dtype=np.float64)
