@@ -80,7 +80,9 @@ ABLATIONS = {"additive_random": _additive(graph="prior"),  # forests from the pr
              "gp_warp": _gp(warp=True),  # 004's "BO WARP" baseline: GP(space, warp=True)
              "treed_warp": _treed(warp=True),  # 004's "HTBO WARP"
              "treed_mcmc": _treed(partition="mcmc"),  # the partition sampled under the weighted density
-             "treed_bayes": _treed(partition="mcmc", likelihood="leaves")}  # tgp-like: leaf likelihoods only
+             "treed_bayes": _treed(partition="mcmc", likelihood="leaves"),  # tgp-like: leaf likelihoods only
+             # the same with per-leaf input warping: the sampled partition under HTBO WARP's leaves
+             "treed_bayes_warp": _treed(partition="mcmc", likelihood="leaves", warp=True)}
 
 
 def benchmark_model(name: str, space):
