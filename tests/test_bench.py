@@ -373,6 +373,10 @@ def test_regression_scores_a_fit_and_the_prediction_table_pairs_seeds(tmp_path, 
     space = Space([Real(f"x{i}", 0.0, 1.0) for i in range(3)])
     assert benchmark_model("additive_ls2d", space).lengthscale_prior is None
     assert benchmark_model("gp", space) == GP(space)
+    from zoo.treed import Treed
+    warped = benchmark_model("treed_bayes_warp", space)  # the name its runs are recorded under is the model's
+    assert warped == Treed(space, partition="mcmc", likelihood="leaves", warp=True)
+    assert warped.name == "treed_bayes_warp" and warped != benchmark_model("treed_bayes", space)
     with pytest.raises(ValueError, match="unknown surrogate"):
         benchmark_model("no_such_model", space)
 
