@@ -2,8 +2,8 @@
 
 import zoo  # noqa: F401  (enables float64 before any JAX array is made)
 from inference.moves import MOVES, register_move
-from inference.posterior import Posterior, WarmStart
+from inference.posterior import Posterior, WarmStart, best_chain_indices, best_chains
 from inference.sampler import sample
 from inference.calibration import CalibrationResult, calibrate, tempered
 
-__all__ = ["MOVES", "register_move", "Posterior", "WarmStart", "sample", "calibrate", "CalibrationResult", "tempered"]
+__all__ = ["MOVES", "register_move", "Posterior", "WarmStart", "best_chain_indices", "best_chains", "sample", "calibrate", "CalibrationResult", "tempered"]

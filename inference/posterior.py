@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Sequence
 
 import jax
 import numpy as np
@@ -122,3 +122,47 @@ class Posterior:
         with the parameter names as coordinates); padding rows never appear.
         """
         return from_groups(*self.arviz_groups())
+
+
+def best_chain_indices(posteriors: Sequence[Posterior], num_chains: int) -> np.ndarray:
+    """Ascending indices, into the chains of `posteriors` taken in order, of the `num_chains` chains with the
+    highest median log density (``stats["lp"]`` over their kept draws; ties keep the earlier chain, a chain whose
+    median is not finite ranks last). The posteriors must be of one surrogate, on the same data, with as many
+    draws per chain."""
+    if not posteriors:
+        raise ValueError("best_chains needs at least one posterior")
+    first = posteriors[0]
+    for p in posteriors[1:]:
+        if p.surrogate != first.surrogate:
+            raise ValueError("best_chains: the posteriors are of different surrogates")
+        if not (np.array_equal(p.X, first.X) and np.array_equal(p.y, first.y)):
+            raise ValueError("best_chains: the posteriors were fitted to different data")
+        if p.num_samples != first.num_samples:
+            raise ValueError(f"best_chains: the runs kept {first.num_samples} and {p.num_samples} draws per chain")
+    total = sum(p.num_chains for p in posteriors)
+    if not (isinstance(num_chains, (int, np.integer)) and not isinstance(num_chains, bool)
+            and 1 <= num_chains <= total):
+        raise ValueError(f"num_chains must be an integer in [1, {total}], got {num_chains!r}")
+    lp = np.concatenate([np.median(np.asarray(p.stats["lp"]), axis=1) for p in posteriors])
+    lp = np.where(np.isfinite(lp), lp, -np.inf)
+    return np.sort(np.argsort(-lp, kind="stable")[:num_chains])
+
+
+def best_chains(posteriors: Sequence[Posterior], num_chains: int) -> Posterior:
+    """The `num_chains` chains with the highest median log density (``stats["lp"]`` over their kept draws) among
+    runs of one surrogate on the same data, in the order given (ties keep the earlier chain).
+
+    What it is for: a warm-started chain can sit in a mode that the data it now conditions on no longer support
+    (on 2-D Exp a treed GP's chains stayed 15-50 nats below cold chains fitted to the same points, predicting
+    -0.10 +- 0.22 where cold chains predicted the true -0.43). Running fresh chains beside it and keeping the
+    best is a choice among whole chains, as a multi-start initialization makes, not an MCMC step: it favours the
+    highest mode found, and a narrow mode can outrank a broad one that holds more mass. Every group (draws,
+    statistics, move statistics, warm start) is taken chain by chain, so the result warm-starts the next run."""
+    keep = best_chain_indices(posteriors, num_chains)
+    first = posteriors[0]
+
+    def pick(*groups):
+        return np.concatenate([np.asarray(g) for g in groups], axis=0)[keep]
+    stack = lambda name: jax.tree_util.tree_map(pick, *[getattr(p, name) for p in posteriors])  # noqa: E731
+    return Posterior(first.surrogate, first.data, first.X, first.y, stack("samples"), stack("stats"),
+                     stack("move_stats"), stack("last_state"), seconds=sum(p.seconds for p in posteriors))

@@ -27,7 +27,7 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
-from inference import Posterior, WarmStart, sample
+from inference import Posterior, WarmStart, best_chain_indices, best_chains, sample
 from optim.acquisition import UCB, ImprovementMargin, get_acquisition
 from optim.auto import AUTO, AutoChoice, choose_surrogate
 from optim.batch import check_batch_strategy, with_pending
@@ -62,11 +62,28 @@ class SamplerSettings:
     #: (`Posterior.conditioned_on`), as paper 002 relearns its structure every C = 15 iterations. The draws
     #: are not saved, so the first iteration after `BayesOpt.load` runs MCMC (warm-started)
     refit_every: int = 1
+    #: every k-th BO iteration (iterations 1 + k, 1 + 2k, ...), the warm-started chains get `num_chains` fresh
+    #: cold-started chains beside them on the same data, and the `num_chains` with the highest median log density
+    #: are kept (`inference.best_chains`): a warm chain left in a mode the new data no longer support is replaced.
+    #: 0: never. It falls on MCMC fits only, so it must be a multiple of `refit_every`
+    restart_every: int = 0
 
     def __post_init__(self):
         if not isinstance(self.refit_every, (int, np.integer)) or isinstance(self.refit_every, bool) \
                 or self.refit_every < 1:
             raise ValueError(f"refit_every must be an integer >= 1, got {self.refit_every!r}")
+        if not isinstance(self.restart_every, (int, np.integer)) or isinstance(self.restart_every, bool) \
+                or self.restart_every < 0:
+            raise ValueError(f"restart_every must be an integer >= 0 (0: never), got {self.restart_every!r}")
+        if self.restart_every % self.refit_every:
+            raise ValueError(f"restart_every ({self.restart_every}) must be a multiple of refit_every "
+                             f"({self.refit_every}): restarts fall on MCMC fits, which run every refit_every iterations")
+
+    def restarts_at(self, iteration: int) -> bool:
+        """Whether the MCMC fit of BO iteration `iteration` (1 for the first proposal after the design) also runs
+        cold chains: iterations 1 + k, 1 + 2k, ... for restart_every = k (the first fit is cold anyway)."""
+        k = self.restart_every
+        return k > 0 and iteration > 1 and (iteration - 1) % k == 0
 
     @classmethod
     def for_surrogate(cls, surrogate) -> SamplerSettings:
@@ -82,6 +99,7 @@ class Stream(enum.IntEnum):
     SAMPLER = 2  # the MCMC fit
     OPTIMIZER = 3  # the acquisition optimizer
     BATCH = 4  # the outcomes the 'fantasy' batch strategy samples at pending points
+    RESTART = 5  # the cold chains run beside warm ones (SamplerSettings.restart_every)
 
 
 def derive_seed(seed: int, step: int, stream: Stream) -> int:
@@ -305,7 +323,7 @@ class BayesOpt:
         X = self.space.encode([h["config"] for h in obs])
         y = transform_outputs([h["value"] for h in obs], self.output_transform, n_fit=self.n_init)
         t0 = time.perf_counter()
-        cold_refits = 0
+        cold_refits, restart = 0, None
         if refit:
             cold = self._warm is None
             if not cold and self._since_fit + 1 < s.refit_every and self.posterior is not None:
@@ -313,14 +331,19 @@ class BayesOpt:
                 self.posterior = self.posterior.conditioned_on(X, y)
             else:
                 self._since_fit = 0
-                for start in (self._warm, None):  # a warm start whose chains froze is redone from a cold one
-                    self.posterior = sample(
-                        self.surrogate, X, y, derive_seed(self.seed, step, Stream.SAMPLER),
+
+                def fit(start, stream):
+                    return sample(
+                        self.surrogate, X, y, derive_seed(self.seed, step, stream),
                         num_warmup=s.warm_warmup if start is not None else s.cold_warmup, num_samples=s.num_samples,
                         num_chains=s.num_chains, thinning=s.thinning, init=start, max_tree_depth=s.max_tree_depth)
+                for start in (self._warm, None):  # a warm start whose chains froze is redone from a cold one
+                    self.posterior = fit(start, Stream.SAMPLER)
                     if start is None or not np.any(self.posterior.frozen_chains()):
                         break
                     cold_refits += 1
+                if start is not None and s.restarts_at(step - self.n_init + 1):
+                    self.posterior, restart = self._restarted(self.posterior, fit(None, Stream.RESTART))
             self._warm = self.posterior.last_state
         t1 = time.perf_counter()
         X_pending = (self.space.encode([p["config"] for p in self._pending]) if self._pending
@@ -339,10 +362,21 @@ class BayesOpt:
                 config, source = self._random(step), "random:duplicate"
         info = {"fit_seconds": t1 - t0, "acq_seconds": time.perf_counter() - t1, "acq_value": float(value),
                 **({"cold_refit": "the warm-started chains froze"} if cold_refits else {}),
+                **({"restart": restart} if restart is not None else {}),
                 **({"failed_samples": acqf.failed_samples} if acqf.failed_samples else {})}
         if isinstance(extra, dict):  # e.g. the MIP's status, gap and whether it fell back to the pool
             info["optimizer_info"] = extra
         return config, source, info
+
+    @staticmethod
+    def _restarted(warm: Posterior, cold: Posterior) -> tuple[Posterior, dict]:
+        """The best chains of a warm-started fit and a cold one on the same data (`SamplerSettings.restart_every`),
+        and what the history records of the choice: how many cold chains were kept, the median log density of
+        every chain (warm ones first)."""
+        lp = [float(np.median(c)) for p in (warm, cold) for c in np.asarray(p.stats["lp"])]
+        keep = best_chain_indices([warm, cold], warm.num_chains)
+        kept, n_cold = best_chains([warm, cold], warm.num_chains), int(np.sum(keep >= warm.num_chains))
+        return kept, {"cold_chains_kept": n_cold, "median_lp": [round(v, 3) for v in lp]}
 
     # ------------------------------------------------------------------ tell
     def tell(self, config: dict, value=None, *, error: str | None = None) -> None:

@@ -111,8 +111,9 @@ def split_method(method: str) -> tuple[str, str | None, str | None, bool]:
                              "(BARK's MIP: T seconds of SCIP, K forests in the MIP; see mip_options), '+polishK', "
                              "'+hybrids0' / '+hybrids1', '+localN', '+fineE' (message passing: K candidates polished by "
                              "L-BFGS-B, hybrid rows off or on, N rows near the incumbent, their step sd from 10^-E to "
-                             "0.1; see message_passing_options), '+depthK' (NUTS trees of at most 2^K - 1 leapfrog steps; "
-                             "see sampler_options)")
+                             "0.1; see message_passing_options), '+depthK' (NUTS trees of at most 2^K - 1 leapfrog steps) "
+                             "and '+restartK' (cold chains beside the warm ones every K-th iteration, the best kept; 0: "
+                             "never; see sampler_options)")
     spec, _, transform = spec.partition("/")
     name, _, acquisition = spec.partition(":")
     return name, acquisition or None, transform or None, "deterministic" in flags  # None: BayesOpt's default
@@ -130,8 +131,9 @@ MIP_FLAGS = {"scip": ("time_limit", float, 1), "forests": ("forests", int, 1)}
 MESSAGE_PASSING_FLAGS = {"polish": ("n_polish", int, 0), "hybrids": ("hybrids", lambda v: bool(int(v)), 0),
                          "local": ("n_local", int, 0), "fine": ("local_scales", lambda v: (10.0 ** -int(v), 0.1), 2)}
 #: method flags that override a field of the model's own loop settings (SamplerSettings.for_surrogate):
-#: '+depth3' -> max_tree_depth=3
-SAMPLER_FLAGS = {"depth": ("max_tree_depth", int, 1)}
+#: '+depth3' -> max_tree_depth=3, '+restart5' -> restart_every=5 (cold chains beside the warm ones every 5th
+#: iteration, the best kept), '+restart0' -> never
+SAMPLER_FLAGS = {"depth": ("max_tree_depth", int, 1), "restart": ("restart_every", int, 0)}
 
 
 def _flag_setting(flag: str, flags: dict) -> tuple | None:
@@ -164,7 +166,7 @@ def message_passing_options(method: str) -> dict:
 
 def sampler_options(method: str) -> dict:
     """SamplerSettings fields a method's flags override in the model's own settings: 'additive+depth3' ->
-    {max_tree_depth: 3}."""
+    {max_tree_depth: 3}, 'treed+restart5' -> {restart_every: 5}."""
     return _options(method, SAMPLER_FLAGS)
 
 
