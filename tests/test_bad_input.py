@@ -193,3 +193,15 @@ def test_refit_every_must_be_a_positive_integer(bad):
     from optim import SamplerSettings
     with pytest.raises(ValueError, match="refit_every"):
         SamplerSettings(refit_every=bad)
+
+
+@pytest.mark.parametrize("bad", [-1, 2.5, True, "5"])
+def test_restart_every_must_be_a_non_negative_integer_and_fall_on_fits(bad):
+    from optim import SamplerSettings
+    with pytest.raises(ValueError, match="restart_every must be an integer >= 0"):
+        SamplerSettings(restart_every=bad)
+    with pytest.raises(ValueError, match=r"restart_every \(6\) must be a multiple of refit_every \(4\)"):
+        SamplerSettings(refit_every=4, restart_every=6)
+    assert SamplerSettings(refit_every=4, restart_every=8).restarts_at(9)
+    assert not SamplerSettings(refit_every=4, restart_every=8).restarts_at(5)
+    assert not SamplerSettings(restart_every=0).restarts_at(9) and not SamplerSettings(restart_every=1).restarts_at(1)

@@ -180,3 +180,50 @@ def test_saas_posterior_finds_the_active_inputs():
     posterior = post.to_arviz().posterior  # what an ArviZ user sees: the shrinkage and the implied lengthscales
     assert posterior["saas_c"].dims[2:] == ("numeric_param",) and posterior["saas_tau"].dims == ("chain", "draw")
     assert list(posterior["lengthscale"].coords["numeric_param"].values) == list(space.names)
+
+
+def _chains_posterior(flat2, lp_medians, tag: float, X=None):
+    """A Posterior of len(lp_medians) chains x 3 draws with the given median log density per chain, every group
+    marked chain by chain (value tag + chain index), on 4 fixed points of flat2 unless X is given."""
+    from inference.posterior import Posterior, WarmStart
+    from zoo.data import make_data
+
+    X = np.array([[0.1, 0.2], [0.5, 0.5], [0.9, 0.3], [0.3, 0.8]]) if X is None else X
+    y = X.sum(1)
+    C = len(lp_medians)
+    mark = tag + np.arange(C, dtype=float)
+    lp = np.asarray(lp_medians, float)[:, None] + np.array([-1.0, 0.0, 1.0])[None, :]
+    return Posterior(GP(flat2), make_data(X, y, size=8), X, y,
+                     samples={"noise": np.repeat(mark[:, None], 3, 1)},
+                     stats={"lp": lp, "step_size": np.repeat(mark[:, None], 3, 1)},
+                     move_stats={},
+                     last_state=WarmStart({"noise": mark}, {}, mark, np.repeat(mark[:, None], 2, 1)))
+
+
+def test_best_chains_keeps_the_highest_median_log_densities_chain_by_chain(flat2):
+    warm = _chains_posterior(flat2, [-50.0, -12.0], tag=0.0)
+    cold = _chains_posterior(flat2, [-11.0, -30.0], tag=10.0)
+    assert list(inference.best_chain_indices([warm, cold], 2)) == [1, 2]  # warm chain 1, cold chain 0
+    kept = inference.best_chains([warm, cold], 2)
+    np.testing.assert_array_equal(kept.samples["noise"][:, 0], [1.0, 10.0])  # every group follows its chain
+    np.testing.assert_array_equal(np.median(kept.stats["lp"], 1), [-12.0, -11.0])
+    np.testing.assert_array_equal(kept.stats["step_size"][:, 0], [1.0, 10.0])
+    np.testing.assert_array_equal(kept.last_state.step_size, [1.0, 10.0])
+    np.testing.assert_array_equal(kept.last_state.z["noise"], [1.0, 10.0])
+    np.testing.assert_array_equal(kept.last_state.inverse_mass_matrix[:, 0], [1.0, 10.0])
+    assert kept.num_chains == 2 and kept.num_samples == 3
+    # ties keep the earlier chain; a chain whose log density is not finite ranks last
+    tie = _chains_posterior(flat2, [-12.0, np.nan], tag=20.0)
+    assert list(inference.best_chain_indices([warm, tie], 2)) == [1, 2]
+    assert list(inference.best_chain_indices([tie, warm], 1)) == [0]
+
+
+def test_best_chains_refuses_runs_it_cannot_compare(flat2):
+    warm = _chains_posterior(flat2, [-5.0, -6.0], tag=0.0)
+    other_data = _chains_posterior(flat2, [-1.0], tag=1.0, X=np.array([[0.2, 0.2], [0.4, 0.4], [0.6, 0.1], [0.9, 0.9]]))
+    with pytest.raises(ValueError, match="different data"):
+        inference.best_chains([warm, other_data], 2)
+    with pytest.raises(ValueError, match=r"num_chains must be an integer in \[1, 2\]"):
+        inference.best_chains([warm], 3)
+    with pytest.raises(ValueError, match="at least one"):
+        inference.best_chains([], 1)

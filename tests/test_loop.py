@@ -213,6 +213,38 @@ def test_a_warm_start_whose_chains_freeze_is_refitted_from_a_cold_start(flat2):
     assert np.all(opt.posterior.stats["step_size"] > 1e-6)
 
 
+def test_cold_chains_every_kth_iteration_replace_a_warm_start_left_in_a_poor_mode(flat2):
+    """restart_every=2: the fits of BO iterations 3, 5, ... (1 + 2k) also run two cold chains on the same data and
+    keep the two of the four with the highest median log density, recorded in the history. A warm start moved onto
+    the plateau of 1e-4 lengthscales (where the likelihood has no slope) with a step size of 1e-5 stays there
+    through its 10 warm-up sweeps without restarts, about 30 nats below a fit of the data; with them, the cold
+    chains replace it."""
+    stuck = {}
+    for every in (0, 2):
+        sampler = dataclasses.replace(FAST_SAMPLER, restart_every=every)
+        opt = _run(BayesOpt(flat2, "gp", seed=4, n_init=4, sampler=sampler, optimizer=FAST_OPTIMIZER), branin_like, 6)
+        z = dict(opt._warm.z, lengthscale=np.full_like(opt._warm.z["lengthscale"], np.log(1e-4)))
+        opt._warm = opt._warm._replace(z=z, step_size=np.full_like(opt._warm.step_size, 1e-5))
+        _run(opt, branin_like, 1)  # BO iteration 3, from the poor warm start
+        stuck[every] = np.median(opt.posterior.stats["lp"], 1)
+        _run(opt, branin_like, 2)  # iterations 4 and 5
+        restarted = [h.get("restart") for h in opt.history[4:]]
+        if every == 0:
+            assert restarted == [None] * 5
+            continue
+        assert [r is not None for r in restarted] == [False, False, True, False, True]
+        first = restarted[2]
+        assert first["cold_chains_kept"] == 2  # both warm chains were left on the plateau
+        warm_lp, cold_lp = first["median_lp"][:2], first["median_lp"][2:]
+        assert max(warm_lp) < min(cold_lp) - 10
+        assert max(stuck[0]) < min(cold_lp) - 10  # the same start without restarts: its chains stayed there
+        np.testing.assert_allclose(np.sort(stuck[2]), np.sort(cold_lp), atol=1e-3)
+        later = restarted[4]  # the kept chains are the two best of the four recorded
+        kept = np.sort(np.median(opt.posterior.stats["lp"], 1))
+        np.testing.assert_allclose(kept, np.sort(later["median_lp"])[2:], atol=1e-3)
+        assert later["cold_chains_kept"] == int(np.sum(np.argsort(later["median_lp"])[2:] >= 2))
+
+
 def _acquisition_failing_where(monkeypatch, failing):
     """Make the integrated acquisition NaN on the encoded rows where `failing(rows)` holds, as a posterior
     sample whose factorization failed makes it."""
@@ -418,6 +450,7 @@ def test_a_journal_written_before_a_settings_field_existed_resumes_and_a_changed
     lines = path.read_text().splitlines()
     header = json.loads(lines[0])
     del header["run"]["optimizer"]["explore_paths"], header["run"]["sampler"]["refit_every"]  # as older runs wrote
+    del header["run"]["sampler"]["restart_every"]
     path.write_text("\n".join([json.dumps(header)] + lines[1:]) + "\n")
     with BayesOpt(space, "gp", n_init=2, journal=path) as resumed:  # those fields' defaults are what it ran with
         assert len(resumed.history) == 2
