@@ -37,7 +37,7 @@ def test_the_treed_gp_beats_the_flat_gp_on_rkhs_across_seeds():
     `Treed(space, partition="mcmc", likelihood="leaves", warp=True)` against the flat `gp`. BENCHMARKS.md ("Per-leaf
     warping on the sampled partition") has the treed model within 1e-2 of the minimum on 16 of 16 seeds and the
     flat GP on 6 of 16. The flat GP's misses end at the smooth local minimum (-4.968, a gap of 0.77). 16 of 16 puts
-    the treed model's miss rate below 0.17 (95%, rule of three), so it misses twice in 4 with probability below
+    the treed model's miss rate below 0.17 (95%, the exact binomial bound 1 - 0.05^(1/16)), so it misses twice in 4 with probability below
     0.14 (0.006 at the point estimate 1/32). The mean gap of 0.1 asks for at least one more hit than the flat GP,
     whose 4 of 4 at its rate of 6/16 has probability 0.02."""
     from zoo.treed import Treed
