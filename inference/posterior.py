@@ -72,15 +72,34 @@ class Posterior:
 
     def conditioned_on(self, X, y) -> "Posterior":
         """The same draws with the data replaced by (X, y): predictions then condition on every point, but
-        the hyperparameters and structure are still those drawn given the earlier data (and its
-        standardization). What a BO loop uses between MCMC refits (`SamplerSettings.refit_every`)."""
+        the hyperparameters and structure are still those drawn given the earlier data. What a BO loop uses
+        between MCMC refits (`SamplerSettings.refit_every`).
+
+        `y` is [n], or [C*S, n] with one row per draw (in `flat_samples` order): each draw then conditions on its
+        own values, as per-draw fantasies at pending points do (optim.batch's ``qei``). The posterior's `y` is then
+        the mean over draws (what `AcquisitionFunction.incumbent` reads), its `data.y` the standardized rows."""
         from zoo.data import bucket_size, make_data
 
         X = np.asarray(X, dtype=np.float64)
-        y = np.asarray(y, dtype=np.float64).reshape(-1)
+        y = np.asarray(y, dtype=np.float64)
+        if y.ndim == 2 and y.shape[0] != self.num_chains * self.num_samples:
+            raise ValueError(f"per-draw y needs one row per draw ({self.num_chains * self.num_samples}), "
+                             f"got {y.shape[0]}")
+        y = y if y.ndim == 2 else y.reshape(-1)
         data = make_data(X, y, size=bucket_size(X.shape[0], steps=self.surrogate.bucket_steps),
                          fill_row=self.surrogate.space.fill_row())
-        return Posterior(self.surrogate, data, X, y, self.samples, self.stats, self.move_stats, self.last_state)
+        return Posterior(self.surrogate, data, X, y.mean(axis=0) if y.ndim == 2 else y, self.samples, self.stats,
+                         self.move_stats, self.last_state)
+
+    def repeated(self, times: int) -> "Posterior":
+        """Every draw `times` times in a row (chains kept): the draws that per-draw fantasies need when each draw
+        gets several (optim.batch's ``qei``). Predictions average the same mixture; only the cost grows."""
+        if not (isinstance(times, (int, np.integer)) and not isinstance(times, bool) and times >= 1):
+            raise ValueError(f"times must be an integer >= 1, got {times!r}")
+        rep = lambda a: np.repeat(np.asarray(a), times, axis=1)  # noqa: E731
+        tree = jax.tree_util.tree_map
+        return Posterior(self.surrogate, self.data, self.X, self.y, tree(rep, self.samples), tree(rep, self.stats),
+                         tree(rep, self.move_stats), self.last_state, seconds=self.seconds)
 
     def log_likelihood(self, loo: bool = False) -> np.ndarray:
         """Pointwise log-likelihood per sample, [C, S, n], user units: log p(y_i | y_<i, theta), which sums

@@ -1,7 +1,7 @@
 """Integrated acquisition functions for minimization, averaged over posterior samples.
 
-Each acquisition takes per-sample latent means and variances ``[S, N]`` and returns ``[N]`` values
-to *maximize*. Integration over hyperparameter/structure samples follows the fully Bayesian
+Each acquisition takes per-sample latent means and variances ``[S, N]`` and the incumbent ``best`` (a number,
+or ``[S, 1]``: one per sample, as per-draw fantasies give) and returns ``[N]`` values to *maximize*. Integration over hyperparameter/structure samples follows the fully Bayesian
 treatment (Snoek et al., 2012): EI, PI and UCB average the per-sample values; log-EI is the log of
 the averaged EI, computed with a log-sum-exp so it stays finite far into the tails (Ament et al.,
 2023, "Unexpected Improvements to Expected Improvement").

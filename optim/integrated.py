@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from optim.acquisition import ImprovementMargin
-from zoo.base import CoordinateMoments, PathLocalPredictions, PathPredictions, offers
+from zoo.base import CoordinateMoments, PathLocalPredictions, PathPredictions, offers, prepare_samples
 from zoo.compiled import compiled
 
 #: the per-sample moments an acquisition can integrate: the latent f (every surrogate) or the path-level
@@ -42,8 +43,9 @@ def moments_fn(surrogate, moments: str):
 
 
 def compiled_prepare(surrogate):
-    """The surrogate's jitted `prepare` (per-sample arrays), one per equal surrogate."""
-    return compiled("prepare", lambda s: jax.jit(s.prepare), surrogate)
+    """The surrogate's jitted `prepare` (per-sample arrays; per-sample y too, see zoo.base.prepare_samples), one per
+    equal surrogate."""
+    return compiled("prepare", lambda s: jax.jit(functools.partial(prepare_samples, s)), surrogate)
 
 
 def _build_value_and_grad(surrogate, acquisition, moments):
@@ -117,10 +119,11 @@ class AcquisitionFunction:
     `moments` (one of MOMENTS) says which per-sample means and variances [S, N] are integrated: the
     latent f by default, or the path-level value of a surrogate that offers `zoo.base.PathPredictions`.
     Optimizers read `surrogate`, `acquisition`, `t`, `prepared` (to hand back to the surrogate's declared
-    methods, never to index into) and `incumbent`, and call the instance.
+    methods, never to index into) and `incumbent`, and call the instance. `best` is the incumbent value, one
+    number or one per posterior sample ([S], as optim.batch's ``qei`` gives: each draw improves on its own).
     """
 
-    def __init__(self, posterior, acquisition, best: float, t: int = 1, batch: int = ACQ_BATCH,
+    def __init__(self, posterior, acquisition, best, t: int = 1, batch: int = ACQ_BATCH,
                  moments: str = "latent"):
         self.posterior = posterior
         self.surrogate = posterior.surrogate
@@ -131,9 +134,16 @@ class AcquisitionFunction:
         self.moments = moments
         self._formula = formula(acquisition)
         self._vg = compiled("acq_value_and_grad", _build_value_and_grad, self.surrogate, self._formula, moments)
+        best = np.asarray(best, dtype=np.float64)
+        if best.ndim == 1:  # one incumbent per posterior sample (optim.batch's "qei"): [S, 1] against [S, N] moments
+            if best.shape[0] != self.posterior.num_chains * self.posterior.num_samples:
+                raise ValueError(f"per-sample incumbents need one value per posterior sample, got {best.shape[0]}")
+            best = best[:, None]
+        elif best.ndim != 0:
+            raise ValueError(f"best must be a number or one per posterior sample, got shape {best.shape}")
         if isinstance(acquisition, ImprovementMargin):  # EI/PI's margin, in the data's standard deviations
             best = acquisition.threshold(best, float(posterior.data.y_std))
-        self._args = (np.float64(best), np.float64(t))
+        self._args = (best, np.float64(t))
         self.n_evals = 0
         self.failed_samples = 0  # posterior samples whose predictions failed, replaced by others (see __call__)
         self._checked_failures = False
@@ -207,7 +217,12 @@ class AcquisitionFunction:
         take = np.arange(len(failed))
         take[failed] = working[np.arange(failed.sum()) % len(working)]
         samples = {name: np.asarray(v)[take] for name, v in self.posterior.flat_samples().items()}
-        self.prepared = compiled_prepare(self.surrogate)(samples, self.posterior.data)
+        data = self.posterior.data
+        if np.ndim(data.y) == 2:  # per-draw targets travel with their draw
+            data = data._replace(y=np.asarray(data.y)[take])
+        if np.ndim(self._args[0]) == 2:  # and so do per-draw incumbents
+            self._args = (self._args[0][take], self._args[1])
+        self.prepared = compiled_prepare(self.surrogate)(samples, data)
         self.failed_samples = int(failed.sum())
         return True
 

@@ -292,9 +292,23 @@ CAPABILITIES = (AdditiveComponents, PathPredictions, PathLocalPredictions, Struc
                 CoordinateMoments, DependencyForest, NoiselessForm)
 
 
+def prepare_samples(surrogate: Surrogate, samples: dict, data: Data) -> Prepared:
+    """`surrogate.prepare(samples, data)`, where `data.y` may also be [S, n_pad]: one target vector per posterior
+    sample (the per-draw fantasies of optim.batch's ``qei``). Then every sample is prepared on its own row of y, by
+    the model's own `prepare` applied to that one sample, so no surrogate needs to know about it. Traceable; which
+    branch runs is decided by the shape of y."""
+    if np.ndim(data.y) == 1:
+        return surrogate.prepare(samples, data)
+
+    def one(sample, y):
+        arrays = surrogate.prepare(jax.tree_util.tree_map(lambda a: a[None], sample), data._replace(y=y)).arrays
+        return jax.tree_util.tree_map(lambda a: a[0], arrays)
+    return Prepared(samples, data, jax.vmap(one)(samples, data.y))
+
+
 def _predict_fn(surrogate: Surrogate):
-    """Jitted (samples, data, Xq) -> `surrogate.predict_prepared(surrogate.prepare(samples, data), Xq)`."""
-    return jax.jit(lambda samples, data, Xq: surrogate.predict_prepared(surrogate.prepare(samples, data), Xq))
+    """Jitted (samples, data, Xq) -> `surrogate.predict_prepared(prepare_samples(surrogate, samples, data), Xq)`."""
+    return jax.jit(lambda samples, data, Xq: surrogate.predict_prepared(prepare_samples(surrogate, samples, data), Xq))
 
 
 def _simulate_fn(surrogate: Surrogate):
