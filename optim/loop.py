@@ -98,7 +98,7 @@ class Stream(enum.IntEnum):
     RANDOM = 1  # random proposals (random search, too few observations, a duplicate proposal)
     SAMPLER = 2  # the MCMC fit
     OPTIMIZER = 3  # the acquisition optimizer
-    BATCH = 4  # the outcomes the 'fantasy' batch strategy samples at pending points
+    BATCH = 4  # the outcomes the 'fantasy' and 'qei' batch strategies sample at pending points
     RESTART = 5  # the cold chains run beside warm ones (SamplerSettings.restart_every)
 
 
@@ -175,8 +175,8 @@ class BayesOpt:
     ("lbfgs", "vertex_ucb", "two_step", "mip", or one added by `optim.register_optimizer`), a settings
     instance (`LBFGSConfig(...)`, `MIPConfig(...)`), or a (name, settings) pair. An optimizer the
     surrogate cannot serve is refused here, before any evaluation is spent.
-    `batch_strategy`: how configurations in flight enter the next proposal ("believer", "liar" or "fantasy",
-    see optim.batch). `journal`: a path; every ask and tell is appended to it as it happens
+    `batch_strategy`: how configurations in flight enter the next proposal ("believer", "liar", "fantasy" or
+    "qei", see optim.batch). `journal`: a path; every ask and tell is appended to it as it happens
     (optim.journal), and an existing journal of the same run is resumed (one of another run is refused).
     `output_transform`: None (a resumed journal's; otherwise the transform `surrogate="auto"` pairs with its
     pick, else "none"), "none", "log", "yeo-johnson" or "yeo-johnson-design" (fitted once, on the first `n_init`
@@ -699,7 +699,7 @@ def minimize(objective: Callable[[dict], float], space: Space, surrogate="auto",
     an evaluation.
 
     `settings`: `sampler=SamplerSettings(...)`, `optimizer=` (see `BayesOpt`), `design="sobol"|"paths"`,
-    `batch_strategy="believer"|"liar"|"fantasy"` (optim.batch),
+    `batch_strategy="believer"|"liar"|"fantasy"|"qei"` (optim.batch),
     `output_transform="none"|"log"|"yeo-johnson"|"yeo-johnson-design"` (the model fits a monotone transform of
     the values: for heavy-tailed objectives; unset, a resumed checkpoint's, otherwise the transform that
     `surrogate="auto"` pairs with its pick, else "none"), `deterministic=True` (the objective returns exact

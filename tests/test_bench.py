@@ -302,6 +302,11 @@ def test_parallel_table_follows_the_median_run_over_evaluations_and_seconds():
     assert "| 4 | 2 | 2 | 0.67 | 1 | 5.00 |" in table and "| 4, proposing ahead | 1 | 1 | 0.33 | 0 | 10.00 |" in table
     with pytest.raises(ValueError, match="1-worker"):
         report.parallel_table([{**r, "propose_ahead": True} for r in records])
+    # and so are runs of another batch strategy; a 1-worker run is recorded as the default's (it has nothing in flight)
+    qei = {**rec(4, [9.0, 9.0, 2.0, 9.0], [0.3, 0.5, 0.9, 1.0]), "batch_strategy": "qei"}
+    table = report.parallel_table(records + [qei], at=3)
+    assert "| 4 | 2 | 2 | 0.67 | 1 | 5.00 |" in table and "| 4, qei | 1 | 3 | 1.00 | 1 | 3.33 |" in table
+    assert [bench.parallel_strategy("qei", w) for w in (1, 4)] == ["believer", "qei"]
 
 
 def test_render_regenerates_blocks_and_check_detects_drift(tmp_path):

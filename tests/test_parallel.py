@@ -176,6 +176,10 @@ def test_qei_fantasies_are_each_draws_own_joint_outcomes_and_lower_each_incumben
     post, best = per_draw_fantasies(opt.posterior, X, y, pending, np.random.default_rng(0), per_draw=64)
     repeated = opt.posterior.repeated(64).conditioned_on(X, y)
     mean, var = repeated.predict(pending[:2])
+    once = opt.posterior.conditioned_on(X, y).predict(pending[:2])  # repeated: every draw 64 times in a row
+    # equal up to float64 rounding of a differently batched solve (seen: 6e-15); tiling instead of repeating
+    # the draws would put other draws' means here, which differ by far more
+    np.testing.assert_allclose(mean, np.repeat(once[0], 64, axis=0), rtol=1e-12, atol=0)
     outcomes = np.asarray(post.data.y)[:, 6:9] * float(post.data.y_std) + float(post.data.y_mean)
     assert outcomes.shape == (opt.posterior.num_chains * opt.posterior.num_samples * 64, 3)
     z = (outcomes[:, 0] - mean[:, 0]) / np.sqrt(var[:, 0])

@@ -469,18 +469,20 @@ def parallel_table(records, at: int | None = None) -> str:
     evaluations (default: the budget). For each number of workers, the median over runs of the best regret is
     followed against evaluations and against wall-clock seconds, and the table gives where it first reaches
     the target (the match table's method, so that a median over runs of which some never reach it stays
-    defined). Runs that proposed ahead (`propose_ahead`) are rows of their own."""
-    by_workers: dict[tuple[int, bool], list] = {}
+    defined). Runs that proposed ahead (`propose_ahead`), and runs of a batch strategy other than the default, are
+    rows of their own."""
+    by_workers: dict[tuple[int, bool, str], list] = {}
     for r in records:
-        by_workers.setdefault((int(r["workers"]), bool(r.get("propose_ahead", False))), []).append(r)
-    if (1, False) not in by_workers:
+        key = (int(r["workers"]), bool(r.get("propose_ahead", False)), r.get("batch_strategy", "believer"))
+        by_workers.setdefault(key, []).append(r)
+    if (1, False, "believer") not in by_workers:
         raise ValueError("parallel results need the 1-worker (sequential) runs: they set the target regret")
     budget = min(len(r["values"]) for r in records)
     at = budget if at is None else int(at)
     if not 1 <= at <= budget:
         raise ValueError(f"--at must be between 1 and the budget {budget}, got {at}")
     regret = {id(r): np.maximum(best_so_far(r["values"]) - r["optimum"], 0.0) for r in records}
-    target = float(np.median([regret[id(r)][at - 1] for r in by_workers[(1, False)]]))
+    target = float(np.median([regret[id(r)][at - 1] for r in by_workers[(1, False, "believer")]]))
     log10 = (lambda x: f"{np.log10(max(x, 1e-12)):.2f}")
     checkpoints = [at] if at == budget else [at, budget]
     lines = [f"Target: log10 regret {log10(target)} (the 1-worker runs' median after {at} evaluations).", "",
@@ -488,19 +490,19 @@ def parallel_table(records, at: int | None = None) -> str:
              + " | ".join(f"log10 regret @{b}: median" for b in checkpoints) + " | run seconds: median |",
              "|---|---|---|---|---|---|" + "---|" * len(checkpoints) + "---|"]
     seq_evals = seq_secs = None
-    for w, ahead in sorted(by_workers):
-        rs = by_workers[(w, ahead)]
+    for w, ahead, strategy in sorted(by_workers, key=lambda k: (k[0], k[1], k[2] != "believer", k[2])):
+        rs = by_workers[(w, ahead, strategy)]
         i = _first_at_or_below(np.median(np.array([regret[id(r)][:budget] for r in rs]), axis=0), target)
         times, over_time = _median_regret_over_time(rs, regret)
         j = _first_at_or_below(over_time, target)
         evals, secs = (np.inf if i is None else i + 1), (np.inf if j is None else float(times[j]))
-        if (w, ahead) == (1, False):
+        if (w, ahead, strategy) == (1, False, "believer"):
             seq_evals, seq_secs = evals, secs
         fmt = (lambda x, d: "not reached" if not np.isfinite(x) else f"{x:.{d}f}")
         ratio = evals / seq_evals if np.isfinite(evals) else np.inf
         speed = seq_secs / secs if np.isfinite(secs) else np.inf
         medians = [float(np.median([np.log10(max(regret[id(r)][b - 1], 1e-12)) for r in rs])) for b in checkpoints]
-        label = f"{w}, proposing ahead" if ahead else f"{w}"
+        label = f"{w}" + (", proposing ahead" if ahead else "") + (f", {strategy}" if strategy != "believer" else "")
         lines.append(f"| {label} | {len(rs)} | {fmt(evals, 0)} | {fmt(ratio, 2)} | {fmt(secs, 0)} | {fmt(speed, 2)} | "
                      + " | ".join(f"{m:.2f}" for m in medians)
                      + f" | {float(np.median([r['seconds'] for r in rs])):.0f} |")
@@ -656,7 +658,8 @@ def render_block(args: str, base_dir: str, load=load_records) -> str:
         else:
             opts[key].append(a)
     data = ([r for p in paths for r in load(p)] if kind in ("regret", "best", "hits", "wilcoxon", "periter", "mip", "f1",
-                                                           "match", "pathfinding", "cost", "family", "mipstudy")
+                                                           "match", "pathfinding", "cost", "family", "mipstudy",
+                                                           "parallel")
             else load(paths[0]))
     if "problems" in opts and kind not in ("regression", "regression-data"):
         data = [r for r in data if r.get("problem") in opts["problems"]]

@@ -610,22 +610,30 @@ def proposes_ahead(propose_ahead: bool, workers: int) -> bool:
     return propose_ahead and workers > 1
 
 
+def parallel_strategy(strategy: str, workers: int) -> str:
+    """The batch strategy a parallel run records: a 1-worker run never has a point in flight when it proposes, so
+    it is the sequential run under every strategy, recorded as the default's."""
+    return strategy if workers > 1 else "believer"
+
+
 def parallel_cell(problem_name: str, workers: int, seed: int, budget: int, n_init: int, sleep: float,
-                  propose_ahead: bool = False) -> dict:
+                  propose_ahead: bool = False, batch_strategy: str = "believer") -> dict:
     """One asynchronous run with `workers` processes on a sleeping objective: values in the order they were
     told and the wall-clock time of each tell. `propose_ahead`: minimize's (a freed worker is fed a proposal
-    made while it ran) for more than one worker; a 1-worker run is always the sequential one."""
+    made while it ran) for more than one worker; a 1-worker run is always the sequential one. `batch_strategy`:
+    minimize's (optim.batch)."""
     from optim.bench.problems import ProblemByName, get_problem
     from optim.loop import minimize
 
     problem = get_problem(problem_name)
     ahead = proposes_ahead(propose_ahead, workers)
+    strategy = parallel_strategy(batch_strategy, workers)
     t0, told = time.perf_counter(), []
     res = minimize(ProblemByName(problem_name, sleep=sleep), problem.space, "gp", budget=budget, seed=seed,
-                   n_init=n_init, n_workers=workers, propose_ahead=ahead,
+                   n_init=n_init, n_workers=workers, propose_ahead=ahead, batch_strategy=strategy,
                    callback=lambda opt: told.append(time.perf_counter() - t0))
     return {"problem": problem_name, "workers": workers, "seed": seed, "budget": budget, "n_init": n_init,
-            "sleep": sleep, "propose_ahead": ahead, "optimum": problem.optimum,
+            "sleep": sleep, "propose_ahead": ahead, "batch_strategy": strategy, "optimum": problem.optimum,
             "values": [h["value"] for h in res.history],
             "tell_seconds": told, "fit_seconds": [h["fit_seconds"] for h in res.history],
             "sources": [h["source"] for h in res.history],
@@ -633,17 +641,19 @@ def parallel_cell(problem_name: str, workers: int, seed: int, budget: int, n_ini
 
 
 def cmd_parallel(args) -> int:
-    done = {(r["problem"], r["workers"], r["seed"], r["budget"], r["sleep"], r.get("propose_ahead", False))
-            for r in report.load_records(args.out)}
+    done = {(r["problem"], r["workers"], r["seed"], r["budget"], r["sleep"], r.get("propose_ahead", False),
+             r.get("batch_strategy", "believer")) for r in report.load_records(args.out)}
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     # an untimed run first compiles every function a run of this length needs, so that no timed run pays it
     parallel_cell(args.problem, 1, 0, args.budget, args.n_init, 0.0)
     for seed in range(args.seeds):
         for workers in args.workers:
             ahead = proposes_ahead(args.propose_ahead, workers)
-            if (args.problem, workers, seed, args.budget, args.sleep, ahead) in done:
+            strategy = parallel_strategy(args.batch_strategy, workers)
+            if (args.problem, workers, seed, args.budget, args.sleep, ahead, strategy) in done:
                 continue
-            rec = parallel_cell(args.problem, workers, seed, args.budget, args.n_init, args.sleep, args.propose_ahead)
+            rec = parallel_cell(args.problem, workers, seed, args.budget, args.n_init, args.sleep, args.propose_ahead,
+                                args.batch_strategy)
             with open(args.out, "a") as f:
                 f.write(json.dumps(rec) + "\n")
             print(f"  {workers} workers seed {seed}: best {min(rec['values']):.4g} in {rec['seconds']:.0f} s", flush=True)
@@ -1003,6 +1013,9 @@ def main(argv=None) -> int:
     pl.add_argument("--propose-ahead", action="store_true",
                     help="runs with more than one worker propose ahead (minimize(propose_ahead=True)); without "
                          "this flag a freed worker waits for the fit on its result (minimize's default)")
+    pl.add_argument("--batch-strategy", default="believer", choices=list(BATCH_STRATEGIES),
+                    help="how the points in flight enter a proposal (optim.batch); 1-worker runs are the same "
+                         "under every strategy and are recorded as the default's")
     pl.add_argument("--out", default="benchmarks/results/parallel.jsonl")
     jc = sub.add_parser("journal-cost", help="seconds per evaluation to journal a run, vs its length")
     jc.add_argument("--sizes", nargs="+", type=integer_at_least(1), default=[10, 100, 1000])
