@@ -68,6 +68,30 @@ def test_ask_n_gives_distinct_model_proposals_for_every_surrogate_kind(name):
     assert [h["config"] for h in opt.history[N_INIT:]] == [batch[2], batch[0], batch[1]] and opt.pending == []
 
 
+#: trace run -> the acquisition optimizer its qei batch goes through; the MIP, the grid and flat L-BFGS-B in the
+#: slow run only (each compiles its own sampler, about 20 s); the default run has the path-wise and message-passing ones
+QEI_OPTIMIZERS = {"jenatton": "path-wise L-BFGS-B", "additive": "message passing", "bark": "SCIP MIP",
+                  "treed": "Sobol grid", "gp_saas": "flat L-BFGS-B"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in HEAVY else n
+                                  for n in sorted(QEI_OPTIMIZERS)])
+def test_qei_batches_are_distinct_model_proposals_through_every_acquisition_optimizer(name):
+    """ask(3) under ``qei``: the 2nd and 3rd proposals come from 128 copies of the draws, each conditioned on its
+    own outcomes and scored against its own incumbent ([S, 1]). An optimizer that took the incumbents as one
+    number, or dropped the per-copy targets, would fail here or repeat the 1st proposal (replaced by a random
+    point, "random:duplicate")."""
+    objective, space, surrogate, settings = _problem(name)
+    opt = minimize(objective, space, surrogate, budget=N_INIT, seed=SEED, n_init=N_INIT, batch_strategy="qei",
+                   **settings).optimizer
+    batch = opt.ask(3)
+    assert len({json.dumps(space.encode(c).tolist()) for c in batch}) == 3
+    for c in batch:
+        assert space.validate(c) == c
+        opt.tell(c, objective(c))
+    assert [h["source"] for h in opt.history[N_INIT:]] == ["bo"] * 3, QEI_OPTIMIZERS[name]
+
+
 def test_every_batch_strategy_gives_a_spread_batch_of_model_proposals(flat2):
     """On the 2-D bowl after 6 points, a batch of 4 under each strategy: all 4 from the model (none replaced
     as a duplicate of a pending point) and no two closer than 1e-3. With the fantasies ignored, the 4 would
