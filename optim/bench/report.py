@@ -471,18 +471,19 @@ def parallel_table(records, at: int | None = None) -> str:
     the target (the match table's method, so that a median over runs of which some never reach it stays
     defined). Runs that proposed ahead (`propose_ahead`), and runs of a batch strategy other than the default, are
     rows of their own."""
+    sequential = (1, False, "believer")  # (workers, proposed ahead, batch strategy) of the runs that set the target
     by_workers: dict[tuple[int, bool, str], list] = {}
     for r in records:
         key = (int(r["workers"]), bool(r.get("propose_ahead", False)), r.get("batch_strategy", "believer"))
         by_workers.setdefault(key, []).append(r)
-    if (1, False, "believer") not in by_workers:
+    if sequential not in by_workers:
         raise ValueError("parallel results need the 1-worker (sequential) runs: they set the target regret")
     budget = min(len(r["values"]) for r in records)
     at = budget if at is None else int(at)
     if not 1 <= at <= budget:
         raise ValueError(f"--at must be between 1 and the budget {budget}, got {at}")
     regret = {id(r): np.maximum(best_so_far(r["values"]) - r["optimum"], 0.0) for r in records}
-    target = float(np.median([regret[id(r)][at - 1] for r in by_workers[(1, False, "believer")]]))
+    target = float(np.median([regret[id(r)][at - 1] for r in by_workers[sequential]]))
     log10 = (lambda x: f"{np.log10(max(x, 1e-12)):.2f}")
     checkpoints = [at] if at == budget else [at, budget]
     lines = [f"Target: log10 regret {log10(target)} (the 1-worker runs' median after {at} evaluations).", "",
@@ -496,7 +497,7 @@ def parallel_table(records, at: int | None = None) -> str:
         times, over_time = _median_regret_over_time(rs, regret)
         j = _first_at_or_below(over_time, target)
         evals, secs = (np.inf if i is None else i + 1), (np.inf if j is None else float(times[j]))
-        if (w, ahead, strategy) == (1, False, "believer"):
+        if (w, ahead, strategy) == sequential:
             seq_evals, seq_secs = evals, secs
         fmt = (lambda x, d: "not reached" if not np.isfinite(x) else f"{x:.{d}f}")
         ratio = evals / seq_evals if np.isfinite(evals) else np.inf
