@@ -657,11 +657,10 @@ def cmd_parallel(args) -> int:
             with open(args.out, "a") as f:
                 f.write(json.dumps(rec) + "\n")
             print(f"  {workers} workers seed {seed}: best {min(rec['values']):.4g} in {rec['seconds']:.0f} s", flush=True)
-    records = report.load_records(args.out)
-    if any(int(r["workers"]) == 1 for r in records):
-        print(report.parallel_table(records))
-    else:  # the 1-worker runs set the target; they may be in another file (render takes several)
-        print(f"no 1-worker runs in {args.out}: render its table together with the file that has them")
+    try:
+        print(report.parallel_table(report.load_records(args.out)))
+    except ValueError as exc:  # the 1-worker runs set the target; they may be in another file (render takes several)
+        print(f"{exc}; {args.out} has none: render its table together with the file that has them")
     return 0
 
 
