@@ -9,7 +9,8 @@ every `thinning` sweeps, one scan over all sweeps); NUTS chains run in sequence 
 batched on large, moves-only chains batched (`_build_run` says why), and the whole run is one jitted function,
 compiled once per (surrogate, settings, data bucket) through `zoo.compiled`, so a BO run that calls
 :func:`sample` every iteration compiles a handful of times. A previous :class:`Posterior` warm-starts
-every chain (state, step size and mass matrix).
+every chain (state, step size and mass matrix). With `workers` (an `inference.ChainWorkers`) the chains run in
+child processes, a block each, side by side.
 """
 
 from __future__ import annotations
@@ -276,9 +277,10 @@ SEQUENTIAL_MAX_ROWS = 64
 
 
 def _build_run(surrogate, moves, num_warmup, num_samples, num_chains, thinning, cold, max_tree_depth,
-               target_accept_prob):
+               target_accept_prob, chains=None):
     """The jitted run of `num_chains` chains for one configuration (a kernel chosen by whether the model has
-    continuous sites).
+    continuous sites); with `chains = (lo, hi)` only chains lo..hi-1 of them, with the same keys (what one
+    process of `inference.ChainWorkers` runs).
 
     On up to SEQUENTIAL_MAX_ROWS padded rows, NUTS chains run one after the other (`lax.map`), not batched
     with `vmap`: a batched while loop runs until its slowest chain stops, a batched `cond` computes both
@@ -306,6 +308,8 @@ def _build_run(surrogate, moves, num_warmup, num_samples, num_chains, thinning, 
 
     def run(key, *args):  # key splitting inside the jit: no eager (separately compiled) key ops
         keys = jax.random.split(key, num_chains)
+        if chains is not None:
+            keys = keys[chains[0]:chains[1]]
         *per_chain, data = args
         if cold:
             has_nuts = bool(jax.eval_shape(cold_start, keys[0], data)[1])
@@ -333,7 +337,8 @@ def as_key(key):
 def sample(surrogate: Surrogate, X, y, key, num_warmup: int = 300, num_samples: int = 100,
            num_chains: int = 2, thinning: int = 1, init: Posterior | WarmStart | None = None,
            moves: Mapping | None = None, max_tree_depth: int = 8,
-           target_accept_prob: float = 0.8, size: int | None = None, standardize: bool = True) -> Posterior:
+           target_accept_prob: float = 0.8, size: int | None = None, standardize: bool = True,
+           chains: tuple[int, int] | None = None, workers=None) -> Posterior:
     """Draw `num_chains` x `num_samples` posterior samples of `surrogate` given encoded X [n, D] and y [n].
 
     Continuous sites: NUTS (step size adapted during `num_warmup`; mass matrix too on a cold start).
@@ -344,6 +349,11 @@ def sample(surrogate: Surrogate, X, y, key, num_warmup: int = 300, num_samples: 
     `size`: pad the data to this many rows (default: the surrogate's bucket, see `Surrogate.bucket_steps`).
     `standardize=False`: y is already on the models' standardized scale and is modelled as given
     (what simulation-based calibration needs, `inference.calibrate`).
+    `chains=(lo, hi)`: run only chains lo..hi-1 of the `num_chains` (their keys unchanged; `init` then holds
+    those chains). `workers`: an `inference.ChainWorkers`; the chains are split into contiguous blocks, one per
+    child process, run side by side and joined in order. Same seed, same draws for a given number of workers;
+    against a run in this process they differ in the last bits (a chain alone is compiled unbatched), which
+    MCMC then amplifies, as it would any rounding difference.
     """
     for name, v in (("num_warmup", num_warmup), ("num_samples", num_samples), ("num_chains", num_chains),
                     ("thinning", thinning)):
@@ -352,26 +362,72 @@ def sample(surrogate: Surrogate, X, y, key, num_warmup: int = 300, num_samples: 
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or X.shape[1] != surrogate.space.dim:
         raise ValueError(f"X must be encoded rows [n, {surrogate.space.dim}], got shape {X.shape}")
+    if chains is not None:
+        if not (isinstance(chains, tuple) and len(chains) == 2
+                and all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in chains)
+                and 0 <= chains[0] < chains[1] <= num_chains):
+            raise ValueError(f"chains must be a pair (lo, hi) with 0 <= lo < hi <= num_chains = {num_chains}, "
+                             f"got {chains!r}")
+        chains = (int(chains[0]), int(chains[1]))
+    if isinstance(init, Posterior):
+        if init.surrogate != surrogate:
+            raise ValueError("init must be a Posterior of an equal surrogate (same model and space)")
+        init = init.last_state
+    expected = num_chains if chains is None else chains[1] - chains[0]
+    if init is not None and int(np.shape(init.step_size)[0]) != expected:
+        raise ValueError(f"init has {int(np.shape(init.step_size)[0])} chains, asked for {expected}")
+    move_pairs = resolve_moves(surrogate, moves)  # a bad mapping is refused here, before any work
+    if workers is not None and chains is None:
+        return _sample_in_workers(workers, surrogate, X, y, key, init, moves, size, standardize, num_chains,
+                                  dict(num_warmup=num_warmup, num_samples=num_samples, thinning=thinning,
+                                       max_tree_depth=max_tree_depth, target_accept_prob=target_accept_prob))
     size = bucket_size(X.shape[0], steps=surrogate.bucket_steps) if size is None else size
     data = make_data(X, y, size=size, fill_row=surrogate.space.fill_row(), standardize=standardize)
-    move_pairs = resolve_moves(surrogate, moves)
     key = as_key(key)
     cold = init is None
     run = compiled("sample", _build_run, surrogate, move_pairs, int(num_warmup), int(num_samples), int(num_chains),
-                   int(thinning), cold, int(max_tree_depth), float(target_accept_prob))
+                   int(thinning), cold, int(max_tree_depth), float(target_accept_prob), chains)
     t0 = time.perf_counter()
     if cold:
         out = run(key, data)
     else:
-        if isinstance(init, Posterior):
-            if init.surrogate != surrogate:
-                raise ValueError("init must be a Posterior of an equal surrogate (same model and space)")
-            init = init.last_state
-        chains = int(np.shape(init.step_size)[0])
-        if chains != num_chains:
-            raise ValueError(f"init has {chains} chains, asked for {num_chains}")
         out = run(key, init.z, init.discrete, init.step_size, init.inverse_mass_matrix, data)
     values, stats, move_stats, last = jax.tree_util.tree_map(np.asarray, out)
     return Posterior(surrogate=surrogate, data=data, X=X, y=np.asarray(y, dtype=np.float64).reshape(-1),
                      samples=values, stats=stats, move_stats=move_stats, last_state=WarmStart(*last),
                      seconds=time.perf_counter() - t0)
+
+
+def chain_blocks(num_chains: int, n_workers: int) -> list[tuple[int, int]]:
+    """Contiguous (lo, hi) blocks of the chains, one per worker used (at most one per chain), sizes within one."""
+    k = min(int(n_workers), int(num_chains))
+    edges = [round(i * num_chains / k) for i in range(k + 1)]
+    return [(edges[i], edges[i + 1]) for i in range(k)]
+
+
+def _sample_in_workers(workers, surrogate, X, y, key, init, moves, size, standardize, num_chains, settings):
+    """`sample` with its chains split over the processes of `workers` (see `sample`'s `workers`)."""
+    blocks = chain_blocks(num_chains, workers.size)
+    key = np.asarray(as_key(key))
+    requests = []
+    for lo, hi in blocks:
+        part = None if init is None else jax.tree_util.tree_map(lambda a: np.asarray(a)[lo:hi], init)
+        requests.append(dict(surrogate=surrogate, X=X, y=np.asarray(y, dtype=np.float64), key=key,
+                             num_chains=int(num_chains), init=part, moves=moves, size=size,
+                             standardize=standardize, chains=(lo, hi), **settings))
+    t0 = time.perf_counter()
+    parts = workers.map("sample", requests)
+    seconds = time.perf_counter() - t0
+    join = lambda *groups: jax.tree_util.tree_map(lambda *a: np.concatenate(a, axis=0), *groups)  # noqa: E731
+    values, stats, move_stats, last = (join(*[p[i] for p in parts]) for i in range(4))
+    size = bucket_size(X.shape[0], steps=surrogate.bucket_steps) if size is None else size
+    data = make_data(X, y, size=size, fill_row=surrogate.space.fill_row(), standardize=standardize)
+    return Posterior(surrogate=surrogate, data=data, X=X, y=np.asarray(y, dtype=np.float64).reshape(-1),
+                     samples=values, stats=stats, move_stats=move_stats, last_state=WarmStart(*last),
+                     seconds=seconds)
+
+
+def sample_parts(**request) -> tuple:
+    """What a chain worker returns for one `sample` request: (draws, stats, move stats, warm start) as NumPy."""
+    post = sample(**request)
+    return post.samples, post.stats, post.move_stats, tuple(post.last_state)

@@ -91,6 +91,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="seconds after which a running evaluation is recorded as failed")
     run.add_argument("--batch-strategy", default="believer", choices=list(BATCH_STRATEGIES),
                      help="how evaluations in flight enter the next proposals (default believer)")
+    run.add_argument("--chain-workers", type=integer_at_least(0), default=0,
+                     help="run each fit's MCMC chains in this many child processes, one core each (default 0: in "
+                          "this process); pays where a fit takes seconds")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     sub.add_parser("problems", help="list built-in problems")
     sub.add_parser("surrogates", help="list registered surrogates")
@@ -170,7 +173,8 @@ def main(argv=None) -> int:
                           n_init=args.n_init, acquisition=args.acquisition, progress=not args.quiet,
                           checkpoint=args.save, output_transform=args.output_transform,
                           deterministic=args.deterministic, n_workers=args.workers, executor=executor,
-                          timeout=args.timeout, batch_strategy=args.batch_strategy)
+                          timeout=args.timeout, batch_strategy=args.batch_strategy,
+                          chain_workers=args.chain_workers)
     except ValueError as exc:  # e.g. --save names the journal of another run
         print(f"treezoo: {exc}", file=sys.stderr)
         return 2

@@ -27,7 +27,7 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
-from inference import Posterior, WarmStart, best_chain_indices, best_chains, sample
+from inference import ChainWorkers, Posterior, WarmStart, best_chain_indices, best_chains, sample
 from optim.acquisition import UCB, ImprovementMargin, get_acquisition
 from optim.auto import AUTO, AutoChoice, choose_surrogate
 from optim.batch import check_batch_strategy, with_pending
@@ -181,12 +181,17 @@ class BayesOpt:
     `output_transform`: None (a resumed journal's; otherwise the transform `surrogate="auto"` pairs with its
     pick, else "none"), "none", "log", "yeo-johnson" or "yeo-johnson-design" (fitted once, on the first `n_init`
     values; optim.transforms); the run's is `opt.output_transform`.
+    `chain_workers`: 0 (default) or 1 runs each fit's MCMC chains in this process; k >= 2 runs them in k child
+    processes side by side, one core each (`inference.ChainWorkers`, started at the first fit and stopped by
+    `close`); or a `ChainWorkers` of the caller's, which `close` leaves running. It pays where one fit takes seconds (many rows, many dimensions: BENCHMARKS.md); a run is then
+    repeatable for the same seed and k, and differs from the in-process run in rounding only.
     """
 
     def __init__(self, space: Space, surrogate="auto", acquisition=None, seed: int = 0,
                  n_init: int | None = None, sampler: SamplerSettings | None = None,
                  optimizer=None, design: str = "sobol", output_transform: str | None = None,
-                 deterministic: bool = False, batch_strategy: str = "believer", journal=None):
+                 deterministic: bool = False, batch_strategy: str = "believer", journal=None,
+                 chain_workers: int = 0):
         if not isinstance(space, Space):
             raise TypeError(f"space must be a zoo.Space, got {type(space).__name__}")
         if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
@@ -194,6 +199,16 @@ class BayesOpt:
         if seed < 0:
             raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         _check_n_init(n_init)
+        if isinstance(chain_workers, ChainWorkers):  # the caller's pool (shared between runs, say): not closed here
+            self.chain_workers, self._own_chain_workers = chain_workers, False
+        elif (isinstance(chain_workers, (int, np.integer)) and not isinstance(chain_workers, bool)
+              and chain_workers >= 0):
+            # child processes for the chains of each fit (None: in this process); started at the first fit
+            self.chain_workers = ChainWorkers(int(chain_workers)) if chain_workers >= 2 else None
+            self._own_chain_workers = True
+        else:
+            raise ValueError("chain_workers must be an integer >= 0 (0 or 1: chains in this process) or an "
+                             f"inference.ChainWorkers, got {chain_workers!r}")
         self.space = space
         if not isinstance(deterministic, (bool, np.bool_)):
             raise TypeError(f"deterministic must be True or False, got {deterministic!r}")
@@ -336,7 +351,8 @@ class BayesOpt:
                     return sample(
                         self.surrogate, X, y, derive_seed(self.seed, step, stream),
                         num_warmup=s.warm_warmup if start is not None else s.cold_warmup, num_samples=s.num_samples,
-                        num_chains=s.num_chains, thinning=s.thinning, init=start, max_tree_depth=s.max_tree_depth)
+                        num_chains=s.num_chains, thinning=s.thinning, init=start, max_tree_depth=s.max_tree_depth,
+                        workers=self.chain_workers)
                 for start in (self._warm, None):  # a warm start whose chains froze is redone from a cold one
                     self.posterior = fit(start, Stream.SAMPLER)
                     if start is None or not np.any(self.posterior.frozen_chains()):
@@ -581,7 +597,10 @@ class BayesOpt:
                       "evaluations kept); it is now appended to as the run goes on", stacklevel=4)
 
     def close(self) -> None:
-        """Close the journal (releasing its lock); the run can be resumed from it later."""
+        """Close the journal (releasing its lock) and stop the chain workers; the run can be resumed from the
+        journal later, and a later fit starts the workers again."""
+        if self.chain_workers is not None and self._own_chain_workers:
+            self.chain_workers.close()
         if self.journal is not None:
             self.journal.close()
             self.journal = None
@@ -703,8 +722,8 @@ def minimize(objective: Callable[[dict], float], space: Space, surrogate="auto",
     `output_transform="none"|"log"|"yeo-johnson"|"yeo-johnson-design"` (the model fits a monotone transform of
     the values: for heavy-tailed objectives; unset, a resumed checkpoint's, otherwise the transform that
     `surrogate="auto"` pairs with its pick, else "none"), `deterministic=True` (the objective returns exact
-    values, e.g. a simulation: the model's noise prior moves to `zoo.base.NOISELESS_PRIOR`); unset, they default
-    to what the surrogate asks for.
+    values, e.g. a simulation: the model's noise prior moves to `zoo.base.NOISELESS_PRIOR`), `chain_workers=k` (each
+    fit's MCMC chains in k child processes, see `BayesOpt`); unset, they default to what the surrogate asks for.
     """
     if not callable(objective):
         raise TypeError("objective must be callable: config dict -> float")

@@ -89,6 +89,7 @@ def test_bench_run_resume_and_table(tmp_path, capsys):
     (["--budget", "3", "--n-init", "5"], "--n-init 5 exceeds --budget 3"),
     (["--save", "/no/such/folder/run.json"], "does not exist"),
     (["--workers", "0"], "--workers: must be >= 1, got 0"),
+    (["--chain-workers", "-1"], "--chain-workers: must be >= 0, got -1"),
     (["--timeout", "0"], "--timeout: must be a finite number > 0"),
     (["--surrogate", "bark", "--deterministic"], "no noiseless form"),
     (["--surrogate", "bark", "--acquisition", "ei"], "maximizes \\['ucb'\\] only"),

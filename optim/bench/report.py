@@ -587,7 +587,8 @@ def scaling_table(rows) -> str:
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         between = "" if r["between_s"] is None else f"{r['between_s']:.2f}"
-        lines.append(f"| {r['surrogate']} | {r['dim']} | {r['n']} | {r['refit_every']} | {r['refit_s']:.1f} | {between} | "
+        name = r["surrogate"] + (f" ({r['chain_workers']} chain workers)" if r.get("chain_workers") else "")
+        lines.append(f"| {name} | {r['dim']} | {r['n']} | {r['refit_every']} | {r['refit_s']:.1f} | {between} | "
                      f"{r['acq_s']:.2f} | {r['per_iteration_s']:.1f} |")
     return "\n".join(lines)
 

@@ -401,12 +401,12 @@ def paths_timing(depth: int, n: int, iterations: int, max_paths, seed: int = 0) 
 
 
 def scaling_cell(surrogate: str, n: int, dim: int | None = None, seed: int = 0, cold_warmup: int = 20,
-                 problem: str | None = None) -> dict:
+                 problem: str | None = None, chain_workers: int = 0) -> dict:
     """Seconds of one BO iteration of `surrogate` (a registered name or a benchmark variant, optionally with
     sampler flags: 'additive+depth3') at data size n on a named problem, or on the additive GP tree function of
     dimension `dim`: a warm MCMC refit (the second one: the first compiles), an iteration between refits (draws
     conditioned on the new data) and the acquisition. The cold fit that starts the chains uses only `cold_warmup`
-    sweeps: it is not what is measured."""
+    sweeps: it is not what is measured. `chain_workers`: BayesOpt's (k >= 2: the chains in k child processes)."""
     import dataclasses
 
     from optim.bench.problems import get_problem
@@ -418,15 +418,16 @@ def scaling_cell(surrogate: str, n: int, dim: int | None = None, seed: int = 0, 
     model = benchmark_model(split_method(surrogate)[0], problem.space)
     settings = dataclasses.replace(SamplerSettings.for_surrogate(model), cold_warmup=cold_warmup,
                                    **sampler_options(surrogate))
-    opt = BayesOpt(problem.space, model, seed=seed, n_init=n, sampler=settings)
+    opt = BayesOpt(problem.space, model, seed=seed, n_init=n, sampler=settings, chain_workers=chain_workers)
     for config in problem.space.sobol(n, seed=seed):
         opt.tell(config, problem(config))
     rows = []
-    for _ in range(2 * settings.refit_every + 1):
-        c = opt.ask()
-        opt.tell(c, problem(c))
-        h = opt.history[-1]
-        rows.append((h["fit_seconds"], h["acq_seconds"]))
+    with opt:
+        for _ in range(2 * settings.refit_every + 1):
+            c = opt.ask()
+            opt.tell(c, problem(c))
+            h = opt.history[-1]
+            rows.append((h["fit_seconds"], h["acq_seconds"]))
     refit = rows[2 * settings.refit_every][0] if settings.refit_every > 1 else rows[-1][0]
     between = [f for f, _ in rows[1:settings.refit_every]]
     acq = float(np.median([a for _, a in rows[1:]]))
@@ -434,6 +435,7 @@ def scaling_cell(surrogate: str, n: int, dim: int | None = None, seed: int = 0, 
             "between_s": float(np.median(between)) if between else None, "acq_s": acq,
             "per_iteration_s": refit / settings.refit_every + (float(np.median(between)) if between else 0.0)
             * (settings.refit_every - 1) / settings.refit_every + acq,
+            **({"chain_workers": chain_workers} if chain_workers >= 2 else {}),
             "date": datetime.date.today().isoformat()}
 
 
@@ -597,9 +599,11 @@ def cmd_paths(args) -> int:
 
 def cmd_scaling(args) -> int:
     if args.problems:
-        rows = [scaling_cell(args.surrogate, n, problem=p) for p in args.problems for n in args.sizes]
+        rows = [scaling_cell(args.surrogate, n, problem=p, chain_workers=args.chain_workers)
+                for p in args.problems for n in args.sizes]
     else:
-        rows = [scaling_cell(args.surrogate, n, d) for d in args.dims for n in args.sizes]
+        rows = [scaling_cell(args.surrogate, n, d, chain_workers=args.chain_workers)
+                for d in args.dims for n in args.sizes]
     print(report.scaling_table(rows))
     _write_json(args.out, rows)
     return 0
@@ -957,6 +961,8 @@ def main(argv=None) -> int:
     sc.add_argument("--sizes", nargs="+", type=integer_at_least(2), default=[50, 100, 200])
     sc.add_argument("--dims", nargs="+", type=integer_at_least(2), default=[20, 50])
     sc.add_argument("--problems", nargs="+", default=None, help="named problems instead of additive GP functions")
+    sc.add_argument("--chain-workers", type=integer_at_least(0), default=0,
+                    help="run each fit's chains in this many child processes (BayesOpt's chain_workers; 0: in this one)")
     sc.add_argument("--out", default=None)
     rg = sub.add_parser("regression", help="test MSE vs training size per surrogate (000 Fig. 4)")
     rg.add_argument("--problem", default="jenatton_small")
