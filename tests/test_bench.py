@@ -94,6 +94,18 @@ def test_resume_skips_finished_cells(tmp_path, capsys):
     assert sorted(json.loads(line)["seed"] for line in out.read_text().splitlines()) == [0, 1, 2]
 
 
+def test_run_passes_chain_workers_to_our_methods_and_records_them(tmp_path):
+    """`run --chain-workers 2` reaches BayesOpt (random search never starts the workers: it has no fits) and the
+    record says so; without the flag the record has no such field, and the runs are the same."""
+    _, plain = _run(tmp_path, ["random"], seeds=1, name="plain.jsonl")
+    out = tmp_path / "cw.jsonl"
+    assert bench.main(["run", "--problems", "exp2d", "--methods", "random", "--seeds", "1", "--budget", "5",
+                       "--n-init", "3", "--chain-workers", "2", "--out", str(out)]) == 0
+    (rec,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rec["chain_workers"] == 2 and "chain_workers" not in plain[0]
+    assert rec["values"] == plain[0]["values"]
+
+
 def test_missing_peer_is_skipped_with_one_line(tmp_path, capsys, monkeypatch):
     class Ghost(Peer):
         name = "ghost"

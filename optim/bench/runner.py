@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import json
 import os
 import platform
@@ -200,8 +201,9 @@ def run_batches(problem, surrogate, budget: int, seed: int, n_init: int, q: int,
 
 
 def run_cell(method: str, problem_name: str, seed: int, budget: int, n_init: int, noise: float = 0.0,
-             design: str = "sobol") -> dict:
-    """One run of one method; a JSON-able record with the full trace (a crash is recorded, not raised)."""
+             design: str = "sobol", chain_workers: int = 0) -> dict:
+    """One run of one method; a JSON-able record with the full trace (a crash is recorded, not raised).
+    `chain_workers`: BayesOpt's, for our methods (peers ignore it); recorded when >= 2."""
     from optim.loop import initial_design, minimize
     from optim.bench.peers import PEERS
     from optim.bench.problems import get_problem
@@ -211,6 +213,8 @@ def run_cell(method: str, problem_name: str, seed: int, budget: int, n_init: int
     record = {"method": method, "problem": problem_name, "seed": seed, "budget": budget, "n_init": n_init,
               "noise": noise, "design": design, "optimum": problem.optimum, "date": datetime.date.today().isoformat(),
               "versions": _versions(peer.requires if peer else ())}
+    if chain_workers >= 2 and peer is None:
+        record["chain_workers"] = chain_workers
     t0 = time.perf_counter()
     try:
         if peer is not None:
@@ -222,7 +226,7 @@ def run_cell(method: str, problem_name: str, seed: int, budget: int, n_init: int
             if surrogate in ABLATIONS or sampler:  # an instance: its own loop settings are the flags' base
                 surrogate = benchmark_model(surrogate, problem.space)
             settings = dict(acquisition=acquisition, design=design, output_transform=transform,
-                            deterministic=deterministic, batch_strategy=strategy)
+                            deterministic=deterministic, batch_strategy=strategy, chain_workers=chain_workers)
             if sampler:
                 import dataclasses
 
@@ -315,11 +319,11 @@ def cmd_run(args) -> int:
         os.environ.setdefault("MKL_NUM_THREADS", "1")
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
         with worker_pool(args.jobs) as pool:
-            for rec in pool.map(run_cell, *zip(*todo)):
+            for rec in pool.map(functools.partial(run_cell, chain_workers=args.chain_workers), *zip(*todo)):
                 write(rec)
     else:
         for c in todo:
-            write(run_cell(*c))
+            write(run_cell(*c, chain_workers=args.chain_workers))
     return 0
 
 
@@ -932,6 +936,9 @@ def main(argv=None) -> int:
     r.add_argument("--design", choices=["sobol", "paths"], default="sobol",
                    help="initial design; 'paths' covers every root-to-leaf path once first")
     r.add_argument("--jobs", type=integer_at_least(1), default=1, help="worker processes (each with one XLA thread)")
+    r.add_argument("--chain-workers", type=integer_at_least(0), default=0,
+                   help="our methods' fits run their chains in this many child processes (BayesOpt's chain_workers); "
+                        "with --jobs 1, so that a run has the cores to itself")
     r.add_argument("--out", default="benchmarks/results/results.jsonl")
     t = sub.add_parser("table", help="regret table (and paired tests, plots) from JSON lines")
     t.add_argument("files", nargs="+")
