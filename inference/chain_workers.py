@@ -4,7 +4,7 @@ Why processes: two chains batched with `vmap` run as one program whose while loo
 chain, and on our 2-core hosts two XLA programs dispatched at once, from threads or onto two XLA CPU devices
 (`pmap`, `shard_map`), ran one after the other or slower (BENCHMARKS.md, "Seconds per BO iteration" of the
 additive section). A process per block of chains, pinned to its own core, runs them side by side: the warm
-refit of `additive` at n = 200, D = 50 and of the GP at n = 100 took 2.6 and 4.3 times less time
+refit of `additive` at n = 200, D = 50 and of the GP at n = 100 took 2.5 and 4.3 times less time
 (BENCHMARKS.md, "Chains in child processes").
 
 Each worker runs ``inference/_chain_worker.py`` as a script: it reads pickled requests on its stdin and answers on
@@ -20,6 +20,7 @@ import os
 import pickle
 import subprocess
 import sys
+import threading
 import weakref
 from pathlib import Path
 
@@ -53,7 +54,7 @@ class ChainWorkers:
     `pin`: worker i runs on the i-th core this process may use (round-robin past their number), so a parent
     pinned to one core (e.g. under pytest-xdist) keeps its workers on that core.
     A failure in a worker (its exception, re-raised here with the worker's traceback, or its death) stops all
-    of them; the next use starts fresh ones."""
+    of them; the next use starts fresh ones. Calls from several threads take turns."""
 
     def __init__(self, n_workers: int, threads: int | None = 1, pin: bool = True):
         if not isinstance(n_workers, int) or isinstance(n_workers, bool) or n_workers < 1:
@@ -65,6 +66,7 @@ class ChainWorkers:
         self.pin = bool(pin)
         self._procs: list[subprocess.Popen] = []
         self._finalizer = None
+        self._lock = threading.Lock()  # one request round at a time: answers are matched to requests by order
 
     def _environment(self) -> dict:
         env = dict(os.environ)
@@ -97,6 +99,19 @@ class ChainWorkers:
         except (pickle.PicklingError, AttributeError, TypeError) as exc:
             raise TypeError("the chain workers are sent the surrogate, data and moves by pickle, and this request "
                             f"does not pickle: {exc}") from exc
+        with self._lock:
+            answers = self._exchange(payloads)
+        for i, (status, value, detail) in enumerate(answers):
+            if status == "error":
+                self.close()
+                if isinstance(value, BaseException):
+                    value.add_note(f"raised in chain worker {i}:\n{detail}")
+                    raise value
+                raise RuntimeError(f"chain worker {i} failed:\n{detail}")
+        return [value for _, value, _ in answers]
+
+    def _exchange(self, payloads: list[bytes]) -> list:
+        """Send payload i to worker i and read every answer (starting the workers if need be)."""
         if not self._procs:
             self._start()
         answers = []
@@ -108,7 +123,7 @@ class ChainWorkers:
                 except OSError:  # a broken pipe: the worker is gone
                     raise RuntimeError(f"chain worker {i} has exited (code {proc.wait()}); "
                                        "its error output is above") from None
-            for i, proc in enumerate(self._procs[:len(requests)]):
+            for i, proc in enumerate(self._procs[:len(payloads)]):
                 try:
                     answers.append(read_message(proc.stdout))
                 except EOFError:
@@ -117,14 +132,7 @@ class ChainWorkers:
         except BaseException:  # a worker's answer left unread would be taken for the next request's
             self.close()
             raise
-        for i, (status, value, detail) in enumerate(answers):
-            if status == "error":
-                self.close()
-                if isinstance(value, BaseException):
-                    value.add_note(f"raised in chain worker {i}:\n{detail}")
-                    raise value
-                raise RuntimeError(f"chain worker {i} failed:\n{detail}")
-        return [value for _, value, _ in answers]
+        return answers
 
     def close(self) -> None:
         """Stop the workers (they start again on the next use)."""
