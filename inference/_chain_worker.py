@@ -15,6 +15,8 @@ import pickle
 import signal
 import struct
 import sys
+import threading
+import time
 import traceback
 
 _HEADER = struct.Struct(">Q")
@@ -44,15 +46,24 @@ def _sample(**request):
     return sample_parts(**request)
 
 
+def _exit_with_parent(parent: int) -> None:
+    """End this worker once the process that started it is gone (killed, even with -9), mid-fit or not: a fit
+    can take minutes, and nobody would read its answer."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
+
+
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.argv[1] != "-":  # the core this worker runs on, set before any import starts a thread
         os.sched_setaffinity(0, {int(sys.argv[1])})
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), name="exit-with-parent", daemon=True).start()
     sys.path[0] = sys.argv[2]  # the folder holding the packages, in place of this script's own folder
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    tasks = {"sample": _sample, "pid": os.getpid}
+    tasks = {"sample": _sample, "pid": os.getpid, "sleep": lambda seconds: time.sleep(seconds)}  # pid and sleep: for the tests
     requests = sys.stdin.buffer
     while True:
         try:
@@ -60,13 +71,20 @@ def main() -> None:
         except EOFError:
             return
         try:
-            write_message(answers, ("ok", tasks[task](**kwargs), None))
-        except Exception as exc:  # noqa: BLE001 - every failure goes back to the parent
-            detail = traceback.format_exc()
             try:
-                write_message(answers, ("error", exc, detail))
-            except Exception:  # noqa: BLE001 - an exception that does not pickle
-                write_message(answers, ("error", None, detail))
+                write_message(answers, ("ok", tasks[task](**kwargs), None))
+            except BrokenPipeError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - every failure goes back to the parent
+                detail = traceback.format_exc()
+                try:
+                    write_message(answers, ("error", exc, detail))
+                except BrokenPipeError:
+                    raise
+                except Exception:  # noqa: BLE001 - an exception that does not pickle
+                    write_message(answers, ("error", None, detail))
+        except BrokenPipeError:  # the parent closed its end: nobody to answer
+            return
 
 
 if __name__ == "__main__":

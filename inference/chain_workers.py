@@ -89,7 +89,7 @@ class ChainWorkers:
         return bool(self._procs)
 
     def map(self, task: str, requests: list[dict]) -> list:
-        """Run `task` ("sample": `inference.sampler.sample_parts`; "pid": the worker's process id) with each
+        """Run `task` ("sample": `inference.sampler.sample_parts`; "pid", "sleep": for tests) with each
         request's keyword arguments, request i on worker i, all at once; the answers in order. A request that
         does not pickle is refused before anything is sent."""
         if len(requests) > self.size:

@@ -115,3 +115,36 @@ def test_a_failing_or_dead_worker_is_an_error_and_the_pool_starts_afresh():
         ChainWorkers(0)
     with pytest.raises(ValueError, match="threads"):
         ChainWorkers(2, threads=2)
+
+
+def test_workers_end_when_their_parent_is_killed(tmp_path):
+    """A parent killed with SIGKILL while its worker is busy (a 60-s task) leaves no worker behind: each watches
+    its parent and exits within about a second of losing it."""
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "parent.py"
+    script.write_text("from inference import ChainWorkers\n"
+                      "w = ChainWorkers(1)\n"
+                      "print(w.map('pid', [{}])[0], flush=True)\n"
+                      "w.map('sleep', [{'seconds': 60}])\n")
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    worker = int(parent.stdout.readline())
+    time.sleep(0.5)  # the worker is inside its 60-s task
+    parent.kill()
+    parent.wait()
+    def alive(pid):  # a zombie (exited, not yet reaped by whoever adopted it) counts as gone
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except FileNotFoundError:
+            return False
+
+    for _ in range(50):
+        if not alive(worker):
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(worker, signal.SIGKILL)
+        pytest.fail("the worker outlived its killed parent by 5 s")
