@@ -183,8 +183,9 @@ class BayesOpt:
     values; optim.transforms); the run's is `opt.output_transform`.
     `chain_workers`: 0 (default) or 1 runs each fit's MCMC chains in this process; k >= 2 runs them in k child
     processes side by side, one core each (`inference.ChainWorkers`, started at the first fit and stopped by
-    `close`); or a `ChainWorkers` of the caller's, which `close` leaves running. It pays where one fit takes seconds (many rows, many dimensions: BENCHMARKS.md); a run is then
-    repeatable for the same seed and k, and differs from the in-process run in rounding only.
+    `close`); or a `ChainWorkers` of the caller's, which `close` leaves running. It pays where one fit takes
+    seconds (many rows, many dimensions: BENCHMARKS.md); a run is then repeatable for the same seed and k, and
+    differs from the in-process run in rounding only.
     """
 
     def __init__(self, space: Space, surrogate="auto", acquisition=None, seed: int = 0,
