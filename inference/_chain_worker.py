@@ -22,9 +22,8 @@ import traceback
 _HEADER = struct.Struct(">Q")
 
 
-def write_message(stream, obj) -> None:
-    """One framed pickle: its length as 8 bytes, then the bytes (pickled first, so a failure writes nothing)."""
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+def write_frame(stream, data: bytes) -> None:
+    """One framed message: its length as 8 bytes, then the (pickled) bytes."""
     stream.write(_HEADER.pack(len(data)) + data)
     stream.flush()
 
@@ -46,6 +45,19 @@ def _sample(**request):
     return sample_parts(**request)
 
 
+def _answer(tasks: dict, task: str, kwargs: dict) -> bytes:
+    """The pickled answer to one request: ("ok", value, None), or ("error", the exception, its traceback), with
+    None for an exception that does not pickle; every failure goes back to the parent."""
+    try:
+        return pickle.dumps(("ok", tasks[task](**kwargs), None), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:  # noqa: BLE001
+        detail = traceback.format_exc()
+        try:
+            return pickle.dumps(("error", exc, detail), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # noqa: BLE001
+            return pickle.dumps(("error", None, detail), protocol=pickle.HIGHEST_PROTOCOL)
+
+
 def _exit_with_parent(parent: int) -> None:
     """End this worker once the process that started it is gone (killed, even with -9), mid-fit or not: a fit
     can take minutes, and nobody would read its answer."""
@@ -63,7 +75,7 @@ def main() -> None:
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    tasks = {"sample": _sample, "pid": os.getpid, "sleep": lambda seconds: time.sleep(seconds)}  # pid and sleep: for the tests
+    tasks = {"sample": _sample, "pid": os.getpid, "sleep": lambda seconds: time.sleep(seconds)}  # pid, sleep: tests
     requests = sys.stdin.buffer
     while True:
         try:
@@ -71,18 +83,7 @@ def main() -> None:
         except EOFError:
             return
         try:
-            try:
-                write_message(answers, ("ok", tasks[task](**kwargs), None))
-            except BrokenPipeError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - every failure goes back to the parent
-                detail = traceback.format_exc()
-                try:
-                    write_message(answers, ("error", exc, detail))
-                except BrokenPipeError:
-                    raise
-                except Exception:  # noqa: BLE001 - an exception that does not pickle
-                    write_message(answers, ("error", None, detail))
+            write_frame(answers, _answer(tasks, task, kwargs))
         except BrokenPipeError:  # the parent closed its end: nobody to answer
             return
 

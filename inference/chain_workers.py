@@ -24,7 +24,7 @@ import threading
 import weakref
 from pathlib import Path
 
-from inference._chain_worker import _HEADER, read_message
+from inference._chain_worker import read_message, write_frame
 
 #: XLA flags that keep a worker's programs on one thread (appended to the inherited XLA_FLAGS)
 ONE_THREAD_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
@@ -118,8 +118,7 @@ class ChainWorkers:
         try:
             for i, (proc, data) in enumerate(zip(self._procs, payloads)):
                 try:
-                    proc.stdin.write(_HEADER.pack(len(data)) + data)
-                    proc.stdin.flush()
+                    write_frame(proc.stdin, data)
                 except OSError:  # a broken pipe: the worker is gone
                     raise RuntimeError(f"chain worker {i} has exited (code {proc.wait()}); "
                                        "its error output is above") from None

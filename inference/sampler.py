@@ -377,13 +377,13 @@ def sample(surrogate: Surrogate, X, y, key, num_warmup: int = 300, num_samples: 
     if init is not None and int(np.shape(init.step_size)[0]) != expected:
         raise ValueError(f"init has {int(np.shape(init.step_size)[0])} chains, asked for {expected}")
     move_pairs = resolve_moves(surrogate, moves)  # a bad mapping is refused here, before any work
-    if workers is not None and chains is None:
-        return _sample_in_workers(workers, surrogate, X, y, key, init, moves, size, standardize, num_chains,
-                                  dict(num_warmup=num_warmup, num_samples=num_samples, thinning=thinning,
-                                       max_tree_depth=max_tree_depth, target_accept_prob=target_accept_prob))
     size = bucket_size(X.shape[0], steps=surrogate.bucket_steps) if size is None else size
     data = make_data(X, y, size=size, fill_row=surrogate.space.fill_row(), standardize=standardize)
     key = as_key(key)
+    if workers is not None and chains is None:
+        return _sample_in_workers(workers, surrogate, X, y, data, key, init, moves, standardize, num_chains,
+                                  dict(num_warmup=num_warmup, num_samples=num_samples, thinning=thinning,
+                                       max_tree_depth=max_tree_depth, target_accept_prob=target_accept_prob))
     cold = init is None
     run = compiled("sample", _build_run, surrogate, move_pairs, int(num_warmup), int(num_samples), int(num_chains),
                    int(thinning), cold, int(max_tree_depth), float(target_accept_prob), chains)
@@ -405,26 +405,24 @@ def chain_blocks(num_chains: int, n_workers: int) -> list[tuple[int, int]]:
     return [(edges[i], edges[i + 1]) for i in range(k)]
 
 
-def _sample_in_workers(workers, surrogate, X, y, key, init, moves, size, standardize, num_chains, settings):
-    """`sample` with its chains split over the processes of `workers` (see `sample`'s `workers`)."""
-    blocks = chain_blocks(num_chains, workers.size)
-    key = np.asarray(as_key(key))
+def _sample_in_workers(workers, surrogate, X, y, data, key, init, moves, standardize, num_chains, settings):
+    """`sample` with its chains split over the processes of `workers` (see `sample`'s `workers`); `data` is the
+    padded data the workers will build, made here for the returned Posterior."""
+    y = np.asarray(y, dtype=np.float64).reshape(-1)
+    key = np.asarray(key)
     requests = []
-    for lo, hi in blocks:
+    for lo, hi in chain_blocks(num_chains, workers.size):
         part = None if init is None else jax.tree_util.tree_map(lambda a: np.asarray(a)[lo:hi], init)
-        requests.append(dict(surrogate=surrogate, X=X, y=np.asarray(y, dtype=np.float64), key=key,
-                             num_chains=int(num_chains), init=part, moves=moves, size=size,
-                             standardize=standardize, chains=(lo, hi), **settings))
+        requests.append(dict(surrogate=surrogate, X=X, y=y, key=key, num_chains=int(num_chains), init=part,
+                             moves=moves, size=int(data.X.shape[0]), standardize=standardize, chains=(lo, hi),
+                             **settings))
     t0 = time.perf_counter()
     parts = workers.map("sample", requests)
     seconds = time.perf_counter() - t0
     join = lambda *groups: jax.tree_util.tree_map(lambda *a: np.concatenate(a, axis=0), *groups)  # noqa: E731
     values, stats, move_stats, last = (join(*[p[i] for p in parts]) for i in range(4))
-    size = bucket_size(X.shape[0], steps=surrogate.bucket_steps) if size is None else size
-    data = make_data(X, y, size=size, fill_row=surrogate.space.fill_row(), standardize=standardize)
-    return Posterior(surrogate=surrogate, data=data, X=X, y=np.asarray(y, dtype=np.float64).reshape(-1),
-                     samples=values, stats=stats, move_stats=move_stats, last_state=WarmStart(*last),
-                     seconds=seconds)
+    return Posterior(surrogate=surrogate, data=data, X=X, y=y, samples=values, stats=stats, move_stats=move_stats,
+                     last_state=WarmStart(*last), seconds=seconds)
 
 
 def sample_parts(**request) -> tuple:
