@@ -62,6 +62,11 @@ class SamplerSettings:
     #: (`Posterior.conditioned_on`), as paper 002 relearns its structure every C = 15 iterations. The draws
     #: are not saved, so the first iteration after `BayesOpt.load` runs MCMC (warm-started)
     refit_every: int = 1
+    #: run MCMC only once the data have grown by this fraction since the last MCMC fit (0.05: at n = 100 every
+    #: 5th iteration, at n = 200 every 10th), conditioning the last draws in between; with `refit_every`, MCMC
+    #: runs when both allow it. A new point among many barely moves the hyperparameters' posterior, while the
+    #: fit's cost grows as n^3; 0: no growth rule
+    refit_growth: float = 0.0
     #: every k-th BO iteration (iterations 1 + k, 1 + 2k, ...), the warm-started chains get `num_chains` fresh
     #: cold-started chains beside them on the same data, and the `num_chains` with the highest median log density
     #: are kept (`inference.best_chains`): a warm chain left in a mode the new data no longer support is replaced.
@@ -75,6 +80,9 @@ class SamplerSettings:
         if not isinstance(self.restart_every, (int, np.integer)) or isinstance(self.restart_every, bool) \
                 or self.restart_every < 0:
             raise ValueError(f"restart_every must be an integer >= 0 (0: never), got {self.restart_every!r}")
+        if isinstance(self.refit_growth, bool) or not isinstance(self.refit_growth, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(self.refit_growth) or self.refit_growth < 0:
+            raise ValueError(f"refit_growth must be a finite number >= 0 (0: no growth rule), got {self.refit_growth!r}")
         if self.restart_every % self.refit_every:
             raise ValueError(f"restart_every ({self.restart_every}) must be a multiple of refit_every "
                              f"({self.refit_every}): restarts fall on MCMC fits, which run every refit_every iterations")
@@ -250,6 +258,7 @@ class BayesOpt:
         self.posterior: Posterior | None = None
         self._warm: WarmStart | None = None
         self._since_fit = 0  # BO iterations since the last MCMC run (see SamplerSettings.refit_every)
+        self._fit_n = 0  # observations the last MCMC run saw (see SamplerSettings.refit_growth)
         self._pending: list[dict] = []  # asked, not told: {"index", "config", "source", fit/acq info}
         self.design = design
         self._design = initial_design(space, self.n_init, self.seed, design)
@@ -339,14 +348,16 @@ class BayesOpt:
         X = self.space.encode([h["config"] for h in obs])
         y = transform_outputs([h["value"] for h in obs], self.output_transform, n_fit=self.n_init)
         t0 = time.perf_counter()
-        cold_refits, restart = 0, None
+        cold_refits, restart, conditioned = 0, None, False
         if refit:
             cold = self._warm is None
-            if not cold and self._since_fit + 1 < s.refit_every and self.posterior is not None:
-                self._since_fit += 1
+            restarting = not cold and s.restarts_at(step - self.n_init + 1)
+            if not cold and not restarting and self.posterior is not None and (
+                    self._since_fit + 1 < s.refit_every or len(obs) < (1.0 + s.refit_growth) * self._fit_n):
+                self._since_fit, conditioned = self._since_fit + 1, True
                 self.posterior = self.posterior.conditioned_on(X, y)
             else:
-                self._since_fit = 0
+                self._since_fit, self._fit_n = 0, len(obs)
 
                 def fit(start, stream):
                     return sample(
@@ -359,7 +370,7 @@ class BayesOpt:
                     if start is None or not np.any(self.posterior.frozen_chains()):
                         break
                     cold_refits += 1
-                if start is not None and s.restarts_at(step - self.n_init + 1):
+                if start is not None and restarting:
                     self.posterior, restart = self._restarted(self.posterior, fit(None, Stream.RESTART))
             self._warm = self.posterior.last_state
         t1 = time.perf_counter()
@@ -378,6 +389,7 @@ class BayesOpt:
             if np.any(np.all(np.abs(seen - self.space.encode(config)) < 1e-12, axis=1)):
                 config, source = self._random(step), "random:duplicate"
         info = {"fit_seconds": t1 - t0, "acq_seconds": time.perf_counter() - t1, "acq_value": float(value),
+                **({"conditioned": True} if conditioned else {}),  # no MCMC: the last draws, given the new data
                 **({"cold_refit": "the warm-started chains froze"} if cold_refits else {}),
                 **({"restart": restart} if restart is not None else {}),
                 **({"failed_samples": acqf.failed_samples} if acqf.failed_samples else {})}

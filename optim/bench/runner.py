@@ -131,10 +131,18 @@ def _is_batch_flag(flag: str) -> bool:
 MIP_FLAGS = {"scip": ("time_limit", float, 1), "forests": ("forests", int, 1)}
 MESSAGE_PASSING_FLAGS = {"polish": ("n_polish", int, 0), "hybrids": ("hybrids", lambda v: bool(int(v)), 0),
                          "local": ("n_local", int, 0), "fine": ("local_scales", lambda v: (10.0 ** -int(v), 0.1), 2)}
+
+
+def _percent(number: str) -> float:
+    return int(number) / 100.0
+
+
 #: method flags that override a field of the model's own loop settings (SamplerSettings.for_surrogate):
 #: '+depth3' -> max_tree_depth=3, '+restart5' -> restart_every=5 (cold chains beside the warm ones every 5th
-#: iteration, the best kept), '+restart0' -> never
-SAMPLER_FLAGS = {"depth": ("max_tree_depth", int, 1), "restart": ("restart_every", int, 0)}
+#: iteration, the best kept), '+restart0' -> never, '+refit5' -> refit_every=5, '+growth5' -> refit_growth=0.05
+#: (MCMC once the data have grown by 5%); each is (SamplerSettings field, cast, least value)
+SAMPLER_FLAGS = {"depth": ("max_tree_depth", int, 1), "restart": ("restart_every", int, 0),
+                 "refit": ("refit_every", int, 1), "growth": ("refit_growth", _percent, 0)}
 
 
 def _flag_setting(flag: str, flags: dict) -> tuple | None:
@@ -167,7 +175,8 @@ def message_passing_options(method: str) -> dict:
 
 def sampler_options(method: str) -> dict:
     """SamplerSettings fields a method's flags override in the model's own settings: 'additive+depth3' ->
-    {max_tree_depth: 3}, 'treed+restart5' -> {restart_every: 5}."""
+    {max_tree_depth: 3}, 'treed+restart5' -> {restart_every: 5},
+    'gp+growth5' -> {refit_growth: 0.05}."""
     return _options(method, SAMPLER_FLAGS)
 
 
@@ -425,20 +434,23 @@ def scaling_cell(surrogate: str, n: int, dim: int | None = None, seed: int = 0, 
     opt = BayesOpt(problem.space, model, seed=seed, n_init=n, sampler=settings, chain_workers=chain_workers)
     for config in problem.space.sobol(n, seed=seed):
         opt.tell(config, problem(config))
-    rows = []
+    rows, fits = [], []  # (fit s, acq s, MCMC ran) per iteration; the iterations whose fit ran MCMC
     with opt:
-        for _ in range(2 * settings.refit_every + 1):
+        while len(fits) < 3:  # the cold fit, the first warm one (it compiles) and the measured one
             c = opt.ask()
             opt.tell(c, problem(c))
             h = opt.history[-1]
-            rows.append((h["fit_seconds"], h["acq_seconds"]))
-    refit = rows[2 * settings.refit_every][0] if settings.refit_every > 1 else rows[-1][0]
-    between = [f for f, _ in rows[1:settings.refit_every]]
-    acq = float(np.median([a for _, a in rows[1:]]))
-    return {"surrogate": surrogate, "problem": problem.name, "n": n, "dim": dim, "refit_every": settings.refit_every, "refit_s": refit,
+            rows.append((h["fit_seconds"], h["acq_seconds"], not h.get("conditioned", False)))
+            if rows[-1][2]:
+                fits.append(len(rows) - 1)
+    every = fits[2] - fits[1]  # iterations from one MCMC fit to the next at this size (refit_every, refit_growth)
+    refit = rows[fits[2]][0]
+    between = [f for f, _, mcmc in rows[1:] if not mcmc]
+    acq = float(np.median([a for _, a, _ in rows[1:]]))
+    return {"surrogate": surrogate, "problem": problem.name, "n": n, "dim": dim, "refit_every": every, "refit_s": refit,
             "between_s": float(np.median(between)) if between else None, "acq_s": acq,
-            "per_iteration_s": refit / settings.refit_every + (float(np.median(between)) if between else 0.0)
-            * (settings.refit_every - 1) / settings.refit_every + acq,
+            "per_iteration_s": refit / every + (float(np.median(between)) if between else 0.0)
+            * (every - 1) / every + acq,
             **({"chain_workers": chain_workers} if chain_workers >= 2 else {}),
             "date": datetime.date.today().isoformat()}
 
