@@ -73,7 +73,7 @@ class Posterior:
     def conditioned_on(self, X, y) -> "Posterior":
         """The same draws with the data replaced by (X, y): predictions then condition on every point, but
         the hyperparameters and structure are still those drawn given the earlier data. What a BO loop uses
-        between MCMC refits (`SamplerSettings.refit_every`).
+        between MCMC refits (`SamplerSettings.refit_every`, `refit_growth`).
 
         `y` is [n], or [C*S, n] with one row per draw (in `flat_samples` order): each draw then conditions on its
         own values, as per-draw fantasies at pending points do (optim.batch's ``qei``). The posterior's `y` is then

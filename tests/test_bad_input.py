@@ -195,6 +195,14 @@ def test_refit_every_must_be_a_positive_integer(bad):
         SamplerSettings(refit_every=bad)
 
 
+@pytest.mark.parametrize("bad", [-0.1, float("nan"), float("inf"), True, "0.05", None])
+def test_refit_growth_must_be_a_finite_non_negative_number(bad):
+    from optim import SamplerSettings
+    with pytest.raises(ValueError, match="refit_growth must be a finite number >= 0"):
+        SamplerSettings(refit_growth=bad)
+    assert SamplerSettings(refit_growth=0).refit_growth == 0 and SamplerSettings(refit_growth=0.05).refit_growth == 0.05
+
+
 @pytest.mark.parametrize("bad", [-1, 2.5, True, "5"])
 def test_restart_every_must_be_a_non_negative_integer_and_fall_on_fits(bad):
     from optim import SamplerSettings

@@ -213,6 +213,28 @@ def test_a_warm_start_whose_chains_freeze_is_refitted_from_a_cold_start(flat2):
     assert np.all(opt.posterior.stats["step_size"] > 1e-6)
 
 
+def test_refit_growth_runs_mcmc_once_the_data_have_grown_by_that_fraction(flat2):
+    """refit_growth=0.5 from 4 observations: MCMC at n = 4 (the cold fit), 6 (>= 1.5 x 4) and 9 (>= 1.5 x 6); the
+    asks at n = 5, 7, 8, 10 and 11 condition the last fit's draws on the new data (hyperparameters unchanged, the
+    data grown), and the history marks them."""
+    sampler = dataclasses.replace(FAST_SAMPLER, refit_growth=0.5)
+    opt = BayesOpt(flat2, "gp", seed=2, n_init=4, sampler=sampler, optimizer=FAST_OPTIMIZER)
+    draws = []
+    for _ in range(12):
+        c = opt.ask()
+        opt.tell(c, branin_like(c))
+        if opt.posterior is not None:
+            draws.append((len(opt.posterior.X), np.array(opt.posterior.samples["lengthscale"])))
+    conditioned = [h.get("conditioned", False) for h in opt.history[4:]]
+    assert conditioned == [False, True, False, True, True, False, True, True]
+    assert [n for n, _ in draws] == list(range(4, 12))
+    for (n, ls), flag, (_, before) in zip(draws[1:], conditioned[1:], draws):
+        assert np.array_equal(ls, before) == flag, n  # a conditioned ask keeps the draws, an MCMC fit moves them
+    plain = _run(BayesOpt(flat2, "gp", seed=2, n_init=4, **FAST), branin_like, 8)
+    assert not any("conditioned" in h for h in plain.history)  # the default (0) runs MCMC on every iteration
+    assert [h["config"] for h in plain.history[:5]] == [h["config"] for h in opt.history[:5]]  # the first fit is the same
+
+
 def test_cold_chains_every_kth_iteration_replace_a_warm_start_left_in_a_poor_mode(flat2):
     """restart_every=2: the fits of BO iterations 3, 5, ... (1 + 2k) also run two cold chains on the same data and
     keep the two of the four with the highest median log density, recorded in the history. A warm start moved onto
