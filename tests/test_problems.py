@@ -167,6 +167,7 @@ def test_initial_design_options_and_method_specs():
     assert sampler_options("additive_ls015:logei+depth3+local256") == {"max_tree_depth": 3}
     assert sampler_options("treed_bayes_warp+deterministic+restart5") == {"restart_every": 5}
     assert sampler_options("treed+restart0+depth4") == {"restart_every": 0, "max_tree_depth": 4}
+    assert sampler_options("bark+thin100+scip10") == {"thinning": 100}
     assert sampler_options("additive+local256") == {} and message_passing_options("additive+depth3") == {}
     with pytest.raises(ValueError, match="depthK"):
         split_method("additive+depth0")

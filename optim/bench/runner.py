@@ -113,8 +113,9 @@ def split_method(method: str) -> tuple[str, str | None, str | None, bool]:
                              "'+hybrids0' / '+hybrids1', '+localN', '+fineE' (message passing: K candidates polished by "
                              "L-BFGS-B, hybrid rows off or on, N rows near the incumbent, their step sd from 10^-E to "
                              "0.1; see message_passing_options), '+depthK' (NUTS trees of at most 2^K - 1 leapfrog steps) "
-                             "and '+restartK' (cold chains beside the warm ones every K-th iteration, the best kept; 0: "
-                             "never; see sampler_options)")
+                             "'+restartK' (cold chains beside the warm ones every K-th iteration, the best kept; 0: "
+                             "never), '+refitK', '+growthP' and '+thinK' (K sweeps between kept draws; see "
+                             "sampler_options)")
     spec, _, transform = spec.partition("/")
     name, _, acquisition = spec.partition(":")
     return name, acquisition or None, transform or None, "deterministic" in flags  # None: BayesOpt's default
@@ -140,9 +141,11 @@ def _percent(number: str) -> float:
 #: method flags that override a field of the model's own loop settings (SamplerSettings.for_surrogate):
 #: '+depth3' -> max_tree_depth=3, '+restart5' -> restart_every=5 (cold chains beside the warm ones every 5th
 #: iteration, the best kept), '+restart0' -> never, '+refit5' -> refit_every=5, '+growth5' -> refit_growth=0.05
-#: (MCMC once the data have grown by 5%); each is (SamplerSettings field, cast, least value)
+#: (MCMC once the data have grown by 5%), '+thin100' -> thinning=100 (sweeps between kept draws); each is
+#: (SamplerSettings field, cast, least value)
 SAMPLER_FLAGS = {"depth": ("max_tree_depth", int, 1), "restart": ("restart_every", int, 0),
-                 "refit": ("refit_every", int, 1), "growth": ("refit_growth", _percent, 0)}
+                 "refit": ("refit_every", int, 1), "growth": ("refit_growth", _percent, 0),
+                 "thin": ("thinning", int, 1)}
 
 
 def _flag_setting(flag: str, flags: dict) -> tuple | None:
@@ -176,7 +179,7 @@ def message_passing_options(method: str) -> dict:
 def sampler_options(method: str) -> dict:
     """SamplerSettings fields a method's flags override in the model's own settings: 'additive+depth3' ->
     {max_tree_depth: 3}, 'treed+restart5' -> {restart_every: 5},
-    'gp+growth5' -> {refit_growth: 0.05}."""
+    'gp+growth5' -> {refit_growth: 0.05}, 'bark+thin100' -> {thinning: 100}."""
     return _options(method, SAMPLER_FLAGS)
 
 
