@@ -180,8 +180,9 @@ class BayesOpt:
     >>> batch = opt.ask(4)   # four distinct configurations to evaluate in parallel, told in any order
 
     `optimizer`: None (the surrogate's preferred optimizer for the acquisition), a registered name
-    ("lbfgs", "vertex_ucb", "two_step", "mip", or one added by `optim.register_optimizer`), a settings
-    instance (`LBFGSConfig(...)`, `MIPConfig(...)`), or a (name, settings) pair. An optimizer the
+    ("lbfgs", "vertex_ucb", "two_step", "mip", "leaf_ascent", "grid", "message_passing", or one added by
+    `optim.register_optimizer`), a settings instance (`LBFGSConfig(...)`, `MIPConfig(...)`), or a (name,
+    settings) pair. An optimizer the
     surrogate cannot serve is refused here, before any evaluation is spent.
     `batch_strategy`: how configurations in flight enter the next proposal ("believer", "liar", "fantasy" or
     "qei", see optim.batch). `journal`: a path; every ask and tell is appended to it as it happens

@@ -134,7 +134,7 @@ def describe_forests(forests: np.ndarray, spec) -> dict:
 
 def check_acquisition(acqf) -> None:
     if not isinstance(acqf.acquisition, UCB):
-        raise ValueError(f"the MIP optimizer maximizes UCB only; got {acqf.acquisition.name!r} (use acquisition='ucb')")
+        raise ValueError(f"the MIP optimizer maximizes UCB only; got {acqf.acquisition.name!r} (use acquisition='ucb', or optimizer='leaf_ascent' for other criteria)")
 
 
 def build_problem(acqf, space: Space, config: MIPConfig, x0: np.ndarray, seed: int, problem: dict | None = None) -> dict:
@@ -307,6 +307,22 @@ def sobol_pool(space: Space, n: int, rng: np.random.Generator) -> np.ndarray:
     return space.encode(space.sobol(n, seed=int(rng.integers(2**31))))
 
 
+def polished_pool_point(acqf, space: Space, rng: np.random.Generator, n_pool: int, n_starts: int, max_sweeps: int):
+    """The best `n_starts` points of a Sobol pool of `n_pool`, scored by the integrated acquisition (any
+    criterion), polished by coordinate ascent over the posterior forests' leaf intervals; returns (forests,
+    their ``describe_forests`` description, the best polished row in canonical form, its integrated value,
+    the pool's best value). The MIP's warm start and the whole of the "leaf_ascent" optimizer."""
+    pool = sobol_pool(space, n_pool, rng)
+    values = acqf.scores(pool, batch=n_pool)
+    forests = np.asarray(acqf.surrogate.forest_posterior(acqf.prepared).forests)
+    description = describe_forests(forests, acqf.surrogate.spec)
+    top = np.argsort(-values)[:n_starts]
+    candidates = coordinate_candidates(space, acqf.surrogate.spec, description["thresholds"])
+    X, v = polish(acqf, space, candidates, pool[top], values[top], max_sweeps, trees=column_trees(description))
+    x_start = space.encode(space.decode(X[int(np.argmax(v))]))  # canonical row (inactive columns filled)
+    return forests, description, x_start, float(acqf.values(x_start[None])[0]), float(np.max(values))
+
+
 def optimize_mip(acqf, space: Space, rng: np.random.Generator, config: MIPConfig = MIPConfig()):
     """The "mip" optimizer: maximize the integrated UCB of a surrogate that offers
     `zoo.base.ForestPosterior` (BARK); returns (encoded row, acquisition value, info dict).
@@ -316,17 +332,8 @@ def optimize_mip(acqf, space: Space, rng: np.random.Generator, config: MIPConfig
     SCIP's point and it scores higher under the full integrated acquisition is returned."""
     check_acquisition(acqf)
     t0 = time.perf_counter()
-    pool = sobol_pool(space, config.n_pool, rng)
-    values = acqf.scores(pool, batch=config.n_pool)
-    v_pool = float(np.max(values))
-    forests = np.asarray(acqf.surrogate.forest_posterior(acqf.prepared).forests)
-    description = describe_forests(forests, acqf.surrogate.spec)
-    top = np.argsort(-values)[: config.n_starts]
-    candidates = coordinate_candidates(space, acqf.surrogate.spec, description["thresholds"])
-    X, v = polish(acqf, space, candidates, pool[top], values[top], config.max_sweeps,
-                  trees=column_trees(description))
-    x_start = space.encode(space.decode(X[int(np.argmax(v))]))  # canonical row (inactive columns filled)
-    v_start = float(acqf.values(x_start[None])[0])
+    forests, description, x_start, v_start, v_pool = polished_pool_point(acqf, space, rng, config.n_pool,
+                                                                         config.n_starts, config.max_sweeps)
     t_polish = time.perf_counter() - t0
     keep = mip_forest_indices(len(forests), config.forests)
     in_mip = description if len(keep) == len(forests) else describe_forests(forests[keep], acqf.surrogate.spec)

@@ -17,6 +17,7 @@ import numpy as np
 from optim.auto import AUTO, choose_surrogate
 from optim.conditional_search import addtree_ucb_search, two_step_search
 from optim.grid import GridConfig, optimize_grid
+from optim.leaf_ascent import LeafAscentConfig, optimize_leaf_ascent
 from optim.message_passing import MessagePassingConfig, optimize_message_passing
 from optim.mip import MIPConfig, optimize_mip
 from optim.path_lbfgs import LBFGSConfig, optimize_acquisition
@@ -91,6 +92,7 @@ register_optimizer("grid", optimize_grid, GridConfig)
 register_optimizer("vertex_ucb", addtree_ucb_search, LBFGSConfig, requires=(AdditiveComponents,), acquisitions=("ucb",))
 register_optimizer("two_step", two_step_search, LBFGSConfig, requires=(PathPredictions,))
 register_optimizer("mip", optimize_mip, MIPConfig, requires=(ForestPosterior,), acquisitions=("ucb",))
+register_optimizer("leaf_ascent", optimize_leaf_ascent, LeafAscentConfig, requires=(ForestPosterior,))
 # runs saved before 2026-11-28 scored the paper's candidates alone (see MessagePassingConfig); runs saved before
 # local_scales was added (2026-11-28, later that day) stepped their local rows by sd 0.1
 register_optimizer("message_passing", optimize_message_passing, MessagePassingConfig, requires=(DependencyForest,),

@@ -406,6 +406,29 @@ def test_polish_ends_where_no_single_column_change_improves(small_bark_acqf):
             assert acqf.values(trial).max() <= value + 1e-12
 
 
+def test_leaf_ascent_maximizes_the_integrated_log_ei_and_reports_its_value_at_its_point(small_bark_acqf):
+    """The "leaf_ascent" optimizer (the MIP's warm start, for criteria the MIP cannot write) on the integrated
+    log-EI: from the 4 best of a 64-point pool, it ends at the maximum over every cell of the threshold grid (75
+    cells; the acquisition is constant on each), and reports the value at the row it returns. A polish that
+    moved a column without re-scoring it, or an unrepaired pool, would stop short or report another value."""
+    from optim.acquisition import LogEI
+    from optim.leaf_ascent import LeafAscentConfig, optimize_leaf_ascent
+
+    space, ucb = small_bark_acqf
+    acqf = AcquisitionFunction(ucb.posterior, LogEI(), best=float(np.min(ucb.posterior.y)))
+    x, value, info = optimize_leaf_ascent(acqf, space, np.random.default_rng(0),
+                                          LeafAscentConfig(n_pool=64, n_starts=4, max_sweeps=20))
+    assert info["optimizer"] == "leaf_ascent" and value >= info["pool_value"]
+    assert float(acqf.values(x[None])[0]) == pytest.approx(value, abs=1e-12) and space.validate(space.decode(x))
+    forests = np.asarray(acqf.surrogate.forest_posterior(acqf.prepared).forests)
+    split = forests[..., 0] > 0.5
+    edges = np.concatenate([[0.0], np.unique(forests[..., 2][split & (forests[..., 1] == 0)]), [1.0]])
+    grid = np.array([[a, k / 4, c] for a in 0.5 * (edges[:-1] + edges[1:]) for k in range(5) for c in range(3)])
+    assert float(acqf.values(grid).max()) == pytest.approx(value, abs=1e-9)
+    with pytest.raises(ValueError, match="n_starts must be a positive integer"):
+        LeafAscentConfig(n_starts=0)
+
+
 def test_a_draw_that_cannot_predict_is_replaced_before_pool_and_coordinate_scores_rank_points(small_bark_acqf):
     """The values-only paths of the MIP search (`scores` for the Sobol pool, `coordinate_scores` for the polish)
     repair a posterior with a failed draw as the value-and-gradient path does: the draw gets the first working

@@ -86,6 +86,8 @@ def test_default_optimizer_follows_the_capabilities():
     assert BayesOpt(space, AddTree(space, interactions=True), acquisition="ucb").optimizer_entry.name == "lbfgs"
     assert BayesOpt(space, "jenatton", optimizer=LBFGSConfig(n_raw=64)).optimizer_entry.name == "two_step"
     assert BayesOpt(space, "jenatton", optimizer="lbfgs").optimizer_entry.name == "lbfgs"
+    # BARK's MIP writes UCB only; any other criterion goes to its warm start, the pool polished over leaf intervals
+    assert BayesOpt(space, "bark", acquisition="logei").optimizer_entry.name == "leaf_ascent"
 
 
 @pytest.mark.parametrize("surrogate, kwargs, message", [
@@ -93,7 +95,7 @@ def test_default_optimizer_follows_the_capabilities():
     ("independent", {"optimizer": "two_step"}, "PathPredictions"),
     ("gp", {"optimizer": "vertex_ucb", "acquisition": "ucb"}, "AdditiveComponents"),
     ("addtree", {"optimizer": "vertex_ucb"}, "maximizes \\['ucb'\\] only"),
-    ("bark", {"acquisition": "ei"}, "maximizes \\['ucb'\\] only"),
+    ("bark", {"acquisition": "ei", "optimizer": "mip"}, "maximizes \\['ucb'\\] only"),
     ("gp", {"optimizer": MIPConfig()}, "MIPConfig cannot be used"),
     ("gp", {"optimizer": "simplex"}, "unknown optimizer"),
     ("gp", {"optimizer": ("mip", LBFGSConfig())}, "takes MIPConfig settings"),

@@ -185,7 +185,9 @@ class BARK(Surrogate, StructureMoves, ForestPosterior, CoordinateMoments):
     #: the integrated UCB with kappa = sqrt(beta) = 1.96 fixed, the setting of the BARK authors' public code
     #: (003's BO loop); our UCB's own default, beta_t = 0.2 d log 2t, weighs sigma 1.5-2.5x more at D = 10-25
     default_acquisition = "ucb,beta=3.8416"
-    preferred_optimizers = ("mip",)  # the integrated UCB over forests as a mixed-integer program (003 Sec. 6.1)
+    #: the integrated UCB over forests as a mixed-integer program (003 Sec. 6.1); any other criterion (log-EI, EI,
+    #: PI) by the MIP's own warm start, a Sobol pool polished over the leaf intervals
+    preferred_optimizers = ("mip", "leaf_ascent")
     discrete_sites = {"forest": "forest", "noise": "noise"}
     #: BO-loop MCMC defaults (003 App. D: 4 chains, 1000 burn-in sweeps on the first fit, 16 forests;
     #: later fits continue each chain from its last state, with a shorter thinning than the paper's 100)
