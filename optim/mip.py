@@ -134,7 +134,8 @@ def describe_forests(forests: np.ndarray, spec) -> dict:
 
 def check_acquisition(acqf) -> None:
     if not isinstance(acqf.acquisition, UCB):
-        raise ValueError(f"the MIP optimizer maximizes UCB only; got {acqf.acquisition.name!r} (use acquisition='ucb', or optimizer='leaf_ascent' for other criteria)")
+        raise ValueError(f"the MIP optimizer maximizes UCB only; got {acqf.acquisition.name!r} "
+                         "(use acquisition='ucb', or optimizer='leaf_ascent' for other criteria)")
 
 
 def build_problem(acqf, space: Space, config: MIPConfig, x0: np.ndarray, seed: int, problem: dict | None = None) -> dict:
