@@ -63,7 +63,7 @@ def test_a_numpy_string_is_the_category_it_spells():
     ({"seed": -1}, ValueError, "non-negative"),
     ({"n_init": "2"}, TypeError, "n_init must be an integer"),
     ({"n_init": 2.7}, TypeError, "n_init must be an integer"),
-    ({"surrogate": "bark", "acquisition": "logei"}, ValueError, "maximizes \\['ucb'\\] only"),
+    ({"surrogate": "bark", "acquisition": "logei", "optimizer": "mip"}, ValueError, "maximizes \\['ucb'\\] only"),
 ])
 def test_bad_run_arguments_are_refused_before_any_evaluation(flat2, kwargs, error, message):
     kwargs = {"surrogate": "gp", **kwargs}

@@ -92,7 +92,8 @@ def test_bench_run_resume_and_table(tmp_path, capsys):
     (["--chain-workers", "-1"], "--chain-workers: must be >= 0, got -1"),
     (["--timeout", "0"], "--timeout: must be a finite number > 0"),
     (["--surrogate", "bark", "--deterministic"], "no noiseless form"),
-    (["--surrogate", "bark", "--acquisition", "ei"], "maximizes \\['ucb'\\] only"),
+    (["--problem", "hartmann6", "--surrogate", "additive", "--acquisition", "pi"],
+     "maximizes \\['ucb', 'logei', 'ei'\\] only"),
     (["--acquisition", "logei,xi=-1"], "--acquisition: xi must be a finite number >= 0"),
     (["--acquisition", "ucb,xi=1"], "'ucb' takes 'ucb,beta=<number>'"),
 ])
