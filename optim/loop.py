@@ -182,8 +182,7 @@ class BayesOpt:
     `optimizer`: None (the surrogate's preferred optimizer for the acquisition), a registered name
     ("lbfgs", "vertex_ucb", "two_step", "mip", "leaf_ascent", "grid", "message_passing", or one added by
     `optim.register_optimizer`), a settings instance (`LBFGSConfig(...)`, `MIPConfig(...)`), or a (name,
-    settings) pair. An optimizer the
-    surrogate cannot serve is refused here, before any evaluation is spent.
+    settings) pair. An optimizer the surrogate cannot serve is refused here, before any evaluation is spent.
     `batch_strategy`: how configurations in flight enter the next proposal ("believer", "liar", "fantasy" or
     "qei", see optim.batch). `journal`: a path; every ask and tell is appended to it as it happens
     (optim.journal), and an existing journal of the same run is resumed (one of another run is refused).

@@ -288,6 +288,16 @@ def test_predictions_equal_the_direct_gp_formulas(small_bark_acqf):
         np.testing.assert_allclose(var[i], np.maximum(v_direct, 1e-12 * d.y_std**2), rtol=0, atol=tol * d.y_std)
 
 
+def threshold_grid(acqf) -> np.ndarray:
+    """Brute force on small_bark_acqf's space: one row per cell of the grid of the forests' split thresholds on
+    the real column, every integer and category. Every leaf box of every tree is a union of these cells, so the
+    acquisition's maximum over them is its global maximum."""
+    forests = np.asarray(acqf.surrogate.forest_posterior(acqf.prepared).forests)
+    split = forests[..., 0] > 0.5
+    edges = np.concatenate([[0.0], np.unique(forests[..., 2][split & (forests[..., 1] == 0)]), [1.0]])
+    return np.array([[a, k / 4, c] for a in 0.5 * (edges[:-1] + edges[1:]) for k in range(5) for c in range(3)])
+
+
 @pytest.mark.parametrize("formulation", ["tangent", "nonlinear"])
 def test_mip_finds_the_brute_force_optimum_and_reports_the_value_at_its_point(small_bark_acqf, formulation):
     """Both ways of writing the variance constraint (Eq. 10c) end optimal at the brute-force maximum: tangent
@@ -298,14 +308,7 @@ def test_mip_finds_the_brute_force_optimum_and_reports_the_value_at_its_point(sm
     assert info["fallback"] is None and info["status"] == "optimal", info
     assert info["mip_value"] == pytest.approx(value, abs=1e-6)  # MIP objective == acquisition at the point
     assert float(acqf.values(x[None])[0]) == pytest.approx(value, abs=1e-12)
-    # brute force: every leaf box of every tree is a union of cells of the threshold grid
-    forests = np.asarray(acqf.surrogate.forest_posterior(acqf.prepared).forests)
-    split = forests[..., 0] > 0.5
-    cuts = np.unique(forests[..., 2][split & (forests[..., 1] == 0)])
-    edges = np.concatenate([[0.0], cuts, [1.0]])
-    reals = 0.5 * (edges[:-1] + edges[1:])
-    grid = np.array([[a, k / 4, c] for a in reals for k in range(5) for c in range(3)])
-    assert float(acqf.values(grid).max()) == pytest.approx(value, abs=1e-9)
+    assert float(acqf.values(threshold_grid(acqf)).max()) == pytest.approx(value, abs=1e-9)
     assert space.validate(space.decode(x))
 
 
@@ -325,10 +328,7 @@ def test_mip_on_a_subset_of_the_forests_maximizes_their_ucb_and_is_judged_by_all
     p = seen[0]
     assert p["S"] == 2 and p["forest_indices"] == [0, 15] and info["mip_forests"] == 2
     assert info["status"] == "optimal", info
-    forests = np.asarray(acqf.surrogate.forest_posterior(acqf.prepared).forests)
-    split = forests[..., 0] > 0.5
-    edges = np.concatenate([[0.0], np.unique(forests[..., 2][split & (forests[..., 1] == 0)]), [1.0]])
-    grid = np.array([[a, k / 4, c] for a in 0.5 * (edges[:-1] + edges[1:]) for k in range(5) for c in range(3)])
+    grid = threshold_grid(acqf)
     mean, var = acqf.posterior.predict(grid)  # per draw, user units
     subset_ucb = np.mean(-mean[[0, 15]] + np.sqrt(p["beta"] * var[[0, 15]]), axis=0)
     assert info["mip_value"] == pytest.approx(subset_ucb.max(), abs=1e-6)
@@ -420,11 +420,7 @@ def test_leaf_ascent_maximizes_the_integrated_log_ei_and_reports_its_value_at_it
                                           LeafAscentConfig(n_pool=64, n_starts=4, max_sweeps=20))
     assert info["optimizer"] == "leaf_ascent" and value >= info["pool_value"]
     assert float(acqf.values(x[None])[0]) == pytest.approx(value, abs=1e-12) and space.validate(space.decode(x))
-    forests = np.asarray(acqf.surrogate.forest_posterior(acqf.prepared).forests)
-    split = forests[..., 0] > 0.5
-    edges = np.concatenate([[0.0], np.unique(forests[..., 2][split & (forests[..., 1] == 0)]), [1.0]])
-    grid = np.array([[a, k / 4, c] for a in 0.5 * (edges[:-1] + edges[1:]) for k in range(5) for c in range(3)])
-    assert float(acqf.values(grid).max()) == pytest.approx(value, abs=1e-9)
+    assert float(acqf.values(threshold_grid(acqf)).max()) == pytest.approx(value, abs=1e-9)
     with pytest.raises(ValueError, match="n_starts must be a positive integer"):
         LeafAscentConfig(n_starts=0)
 
