@@ -41,7 +41,7 @@ SURROGATES: dict[str, Callable[[Space], Surrogate]] = {
 }
 
 #: the registered surrogates that offer a noiseless form (`deterministic=True`); a contract test keeps it true
-NOISELESS = ("gp", "gp_saas", "additive", "addtree", "addtree_shared", "jenatton", "independent", "treed")
+NOISELESS = ("gp", "gp_saas", "additive", "addtree", "addtree_shared", "jenatton", "independent", "treed", "bark")
 
 
 @dataclass(frozen=True)
