@@ -398,6 +398,29 @@ def test_regression_scores_a_fit_and_the_prediction_table_pairs_seeds(tmp_path, 
         benchmark_model("no_such_model", space)
 
 
+def test_regression_fits_a_models_noiseless_form_when_its_name_says_deterministic(monkeypatch):
+    """'bark+deterministic' is fitted as BayesOpt(deterministic=True) fits it: BARK's noiseless form (the sampler
+    is stopped at its call; only the model it is handed is checked)."""
+    import inference
+    from optim.bench.runner import regression_cell
+    from zoo.base import NOISELESS_PRIOR
+
+    handed = []
+
+    class Stop(Exception):
+        pass
+
+    def stop(surrogate, *args, **kwargs):
+        handed.append(surrogate)
+        raise Stop
+
+    monkeypatch.setattr(inference, "sample", stop)
+    for model in ("bark+deterministic", "bark"):
+        with pytest.raises(Stop):
+            regression_cell(model, "hartmann6", 4, 0, n_test=2)
+    assert [m.noise_prior for m in handed] == [NOISELESS_PRIOR, None] and all(m.name == "bark" for m in handed)
+
+
 @pytest.mark.slow  # suite time (a model fit on a bundled dataset); the other bench commands are tested by default
 def test_regression_data_runs_a_split_and_renders_its_table(tmp_path, capsys):
     pytest.importorskip("sklearn")

@@ -116,7 +116,7 @@ def test_capabilities_are_declared_and_depend_on_construction():
     assert not any(offers(gp, c) for c in CAPABILITIES if c is not NoiselessForm) and offers(gp, NoiselessForm)
     bark = make_surrogate("bark", space)
     assert all(offers(bark, c) for c in (StructureMoves, ForestPosterior, CoordinateMoments))
-    assert not offers(bark, NoiselessForm)
+    assert offers(bark, NoiselessForm) and bark.noise_prior is None  # None: 003's InverseGamma until noiseless()
     assert [c.name for c in addtree.components][:2] == ["x1=0", "x1=0,x2=0"]
 
 
@@ -163,6 +163,7 @@ def test_every_zoo_model_is_rebuilt_from_its_recorded_class_and_options():
     models += [GP(flat, kernel="rbf", noise_prior=(-6.0, 0.5), warp=True, saas=True),
                Additive(flat, gamma=0.3, graph="prior"),
                BARK(flat, num_trees=7, alpha=0.9, beta=1.5, nu=4.0, q=0.8, max_depth=4, update="cholesky"),
+               BARK(flat).noiseless(),
                Treed(flat, partition="mcmc", warp=True, max_depth=2, min_leaf=3, tie=None, likelihood="leaves"),
                AddTree(tree, pooled=True, interactions=True), Jenatton(tree, shared=False)]
     for model in models:

@@ -91,7 +91,6 @@ def test_bench_run_resume_and_table(tmp_path, capsys):
     (["--workers", "0"], "--workers: must be >= 1, got 0"),
     (["--chain-workers", "-1"], "--chain-workers: must be >= 0, got -1"),
     (["--timeout", "0"], "--timeout: must be a finite number > 0"),
-    (["--surrogate", "bark", "--deterministic"], "no noiseless form"),
     (["--problem", "hartmann6", "--surrogate", "additive", "--acquisition", "pi"],
      "maximizes \\['ucb', 'logei', 'ei'\\] only"),
     (["--acquisition", "logei,xi=-1"], "--acquisition: xi must be a finite number >= 0"),

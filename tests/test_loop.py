@@ -399,8 +399,14 @@ def test_deterministic_objective_makes_the_model_interpolate_and_survives_save_l
     opt.save(tmp_path / "run.json")
     loaded = BayesOpt.load(tmp_path / "run.json")
     assert loaded.deterministic and loaded.surrogate == opt.surrogate
+    from zoo.base import NoiselessForm
+
+    class WithoutNoiselessForm(GP):  # a model that, as built, does not serve the capability its class declares
+        def offers(self, capability):
+            return capability is not NoiselessForm
+
     with pytest.raises(ValueError, match="no noiseless form"):
-        BayesOpt(flat2, "bark", deterministic=True)
+        BayesOpt(flat2, WithoutNoiselessForm(flat2), deterministic=True)
     with pytest.raises(ValueError, match="random search"):
         BayesOpt(flat2, "random", deterministic=True)
     with pytest.raises(TypeError, match="deterministic"):

@@ -276,8 +276,9 @@ class DependencyForest:
 
 
 class NoiselessForm:
-    """Has a LogNormal prior on the noise variance (attribute `noise_prior`, a (loc, scale) tuple) that
-    `noiseless()` moves near zero for a deterministic objective."""
+    """Has a prior on the noise variance that `noiseless()` moves near zero for a deterministic objective:
+    attribute `noise_prior`, the (loc, scale) of a LogNormal (None where a model keeps its own default family
+    until then: BARK's InverseGamma, 003)."""
 
     noise_prior: tuple
 

@@ -464,7 +464,8 @@ def regression_cell(model: str, problem_name: str, n: int, seed: int, n_test: in
     likewise. Also R^2 (1 - MSE
     over the test values' variance), the Spearman rank correlation of mean and truth (what ranks candidates) and,
     for models with one noise variance, the NLPD (`predictive_scores`). `sampler`: SamplerSettings, None (the
-    defaults) or "own" (the model's own BO-loop settings, `SamplerSettings.for_surrogate`)."""
+    defaults) or "own" (the model's own BO-loop settings, `SamplerSettings.for_surrogate`). `model` may end in
+    '+deterministic' (its noiseless form, as `BayesOpt(deterministic=True)` fits it)."""
     from scipy.stats import spearmanr
 
     from inference import sample
@@ -477,7 +478,10 @@ def regression_cell(model: str, problem_name: str, n: int, seed: int, n_test: in
     train, test = space.sample(n, seed=rng), space.sample(n_test, seed=rng)
     X, y = space.encode(train), np.array([problem(c) for c in train])
     Xt, yt = space.encode(test), np.array([problem(c) for c in test])
-    surrogate = benchmark_model(model, space)
+    name, _, _, exact = split_method(model)  # 'bark+deterministic': the model's noiseless form
+    surrogate = benchmark_model(name, space)
+    if exact:
+        surrogate = surrogate.noiseless()
     s = (SamplerSettings.for_surrogate(surrogate) if sampler == "own"
          else sampler if sampler is not None else SamplerSettings())
     t0 = time.perf_counter()
