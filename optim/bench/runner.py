@@ -478,7 +478,9 @@ def regression_cell(model: str, problem_name: str, n: int, seed: int, n_test: in
     train, test = space.sample(n, seed=rng), space.sample(n_test, seed=rng)
     X, y = space.encode(train), np.array([problem(c) for c in train])
     Xt, yt = space.encode(test), np.array([problem(c) for c in test])
-    name, _, _, exact = split_method(model)  # 'bark+deterministic': the model's noiseless form
+    name, acquisition, transform, exact = split_method(model)  # 'bark+deterministic': the model's noiseless form
+    if acquisition or transform or model.count("+") > exact:
+        raise ValueError(f"a regression fits a model, so of the method options only '+deterministic' applies: {model!r}")
     surrogate = benchmark_model(name, space)
     if exact:
         surrogate = surrogate.noiseless()
