@@ -26,18 +26,21 @@ class LeafAscentConfig:
     n_pool: int = 512  # Sobol pool scored by the integrated acquisition
     n_starts: int = 1  # best pool points polished by coordinate ascent
     max_sweeps: int = 3  # coordinate-ascent sweeps over the columns (each scores every leaf interval once)
+    n_local: int = 0  # rows near the incumbent added to the pool, and the incumbent (as MIPConfig's)
 
     def __post_init__(self):
-        for name in ("n_pool", "n_starts", "max_sweeps"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 1):
-                raise ValueError(f"LeafAscentConfig.{name} must be a positive integer, got {value!r}")
+        for name in ("n_pool", "n_starts", "max_sweeps", "n_local"):
+            value, least = getattr(self, name), 0 if name == "n_local" else 1
+            if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= least):
+                kind = "a non-negative" if least == 0 else "a positive"
+                raise ValueError(f"LeafAscentConfig.{name} must be {kind} integer, got {value!r}")
 
 
 def optimize_leaf_ascent(acqf, space: Space, rng: np.random.Generator, config: LeafAscentConfig = LeafAscentConfig()):
     """(encoded row, its integrated acquisition value, info) for a surrogate that offers
     `zoo.base.ForestPosterior`; the value is that of `acqf` at the returned row."""
     t0 = time.perf_counter()
-    _, _, x, value, v_pool = polished_pool_point(acqf, space, rng, config.n_pool, config.n_starts, config.max_sweeps)
+    _, _, x, value, v_pool = polished_pool_point(acqf, space, rng, config.n_pool, config.n_starts, config.max_sweeps,
+                                                 config.n_local)
     return x, value, {"optimizer": "leaf_ascent", "pool_value": v_pool, "polished_value": value,
                       "seconds": time.perf_counter() - t0}

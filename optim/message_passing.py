@@ -36,6 +36,7 @@ import numpy as np
 from scipy.stats import qmc
 
 from optim.acquisition import UCB
+from optim.local_rows import local_rows
 from optim.path_lbfgs import lbfgs_polish
 from zoo.compiled import compiled
 from zoo.space import Space
@@ -201,21 +202,6 @@ def hybrid_rows(incumbent: np.ndarray, candidate: np.ndarray, labels: np.ndarray
     for k, tree in enumerate(trees):
         rows[k, labels == tree] = candidate[labels == tree]
     return rows
-
-
-def local_rows(incumbent: np.ndarray, n: int, rng: np.random.Generator, scales=(0.1, 0.1)) -> np.ndarray:
-    """n rows near the incumbent, each with k of its inputs moved by N(0, scale^2) and clipped to [0, 1]; k is
-    log-uniform on 1..min(D, 20) (P(k) = log((k + 1) / k) / log(K + 1)), so most rows change a few inputs and
-    some change many. `scales` = (smallest, largest): each row's scale is log-uniform between them (no draw when
-    they are equal)."""
-    D = len(incumbent)
-    top = min(D, 20)
-    k = np.clip(np.floor(np.exp(rng.random(n) * np.log(top + 1.0))).astype(np.int64), 1, top)
-    ranks = np.argsort(np.argsort(rng.random((n, D)), axis=1), axis=1)  # a uniform random order of the inputs
-    move = ranks < k[:, None]
-    lo, hi = scales
-    scale = hi if lo == hi else np.exp(rng.uniform(np.log(lo), np.log(hi), (n, 1)))
-    return np.clip(incumbent + move * rng.normal(0.0, 1.0, (n, D)) * scale, 0.0, 1.0)
 
 
 def optimize_message_passing(acqf, space: Space, rng: np.random.Generator,

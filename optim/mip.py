@@ -35,6 +35,7 @@ import numpy as np
 
 from optim._scip_worker import FORMULATIONS
 from optim.acquisition import UCB
+from optim.local_rows import mixed_local_rows
 from zoo.base import CoordinateMoments, offers
 from zoo.data import bucket_size
 from zoo.heap_trees import FEATURE, MASK, SPLIT, THRESHOLD, compiled_router
@@ -53,6 +54,7 @@ class MIPConfig:
     gap: float = 0.10  # relative optimality gap at which SCIP stops
     n_pool: int = 512  # Sobol pool whose best point starts the polishing
     n_starts: int = 1  # best pool points polished by coordinate ascent before SCIP
+    n_local: int = 0  # rows near the incumbent added to the pool (optim.local_rows.mixed_local_rows), and the incumbent
     max_sweeps: int = 3  # coordinate-ascent sweeps over the columns (each scores every leaf interval once)
     timeout_margin: float = 30.0  # extra seconds (model building, start-up) before the child is killed
     formulation: str = "tangent"  # Eq. 10c: "tangent" (our tangent-plane cuts) or "nonlinear" (SCIP's); see the worker
@@ -67,6 +69,10 @@ class MIPConfig:
             raise ValueError(f"MIPConfig.formulation must be one of {FORMULATIONS}, got {self.formulation!r}")
         if self.forests is not None and not (isinstance(self.forests, (int, np.integer)) and self.forests >= 1):
             raise ValueError(f"MIPConfig.forests must be a positive integer or None (all), got {self.forests!r}")
+        for name in ("n_starts", "n_local"):
+            value, least = getattr(self, name), 1 if name == "n_starts" else 0
+            if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= least):
+                raise ValueError(f"MIPConfig.{name} must be an integer of at least {least}, got {value!r}")
 
 
 def mip_forest_indices(n_forests: int, wanted: int | None) -> np.ndarray:
@@ -308,12 +314,17 @@ def sobol_pool(space: Space, n: int, rng: np.random.Generator) -> np.ndarray:
     return space.encode(space.sobol(n, seed=int(rng.integers(2**31))))
 
 
-def polished_pool_point(acqf, space: Space, rng: np.random.Generator, n_pool: int, n_starts: int, max_sweeps: int):
-    """The best `n_starts` points of a Sobol pool of `n_pool`, scored by the integrated acquisition (any
-    criterion), polished by coordinate ascent over the posterior forests' leaf intervals; returns (forests,
-    their ``describe_forests`` description, the best polished row in canonical form, its integrated value,
-    the pool's best value). The MIP's warm start and the whole of the "leaf_ascent" optimizer."""
+def polished_pool_point(acqf, space: Space, rng: np.random.Generator, n_pool: int, n_starts: int, max_sweeps: int,
+                        n_local: int = 0):
+    """The best `n_starts` points of a Sobol pool of `n_pool` (with `n_local` > 0: and the incumbent and
+    `n_local` rows near it), scored by the integrated acquisition (any criterion), polished by coordinate ascent
+    over the posterior forests' leaf intervals; returns (forests, their ``describe_forests`` description, the
+    best polished row in canonical form, its integrated value, the pool's best value). The MIP's warm start and
+    the whole of the "leaf_ascent" optimizer."""
     pool = sobol_pool(space, n_pool, rng)
+    if n_local:
+        incumbent = acqf.incumbent
+        pool = np.vstack([pool, incumbent[None], mixed_local_rows(space, incumbent, n_local, rng)])
     values = acqf.scores(pool, batch=n_pool)
     forests = np.asarray(acqf.surrogate.forest_posterior(acqf.prepared).forests)
     description = describe_forests(forests, acqf.surrogate.spec)
@@ -334,7 +345,8 @@ def optimize_mip(acqf, space: Space, rng: np.random.Generator, config: MIPConfig
     check_acquisition(acqf)
     t0 = time.perf_counter()
     forests, description, x_start, v_start, v_pool = polished_pool_point(acqf, space, rng, config.n_pool,
-                                                                         config.n_starts, config.max_sweeps)
+                                                                         config.n_starts, config.max_sweeps,
+                                                                         config.n_local)
     t_polish = time.perf_counter() - t0
     keep = mip_forest_indices(len(forests), config.forests)
     in_mip = description if len(keep) == len(forests) else describe_forests(forests[keep], acqf.surrogate.spec)

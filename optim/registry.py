@@ -91,8 +91,11 @@ register_optimizer("lbfgs", optimize_acquisition, LBFGSConfig)
 register_optimizer("grid", optimize_grid, GridConfig)
 register_optimizer("vertex_ucb", addtree_ucb_search, LBFGSConfig, requires=(AdditiveComponents,), acquisitions=("ucb",))
 register_optimizer("two_step", two_step_search, LBFGSConfig, requires=(PathPredictions,))
-register_optimizer("mip", optimize_mip, MIPConfig, requires=(ForestPosterior,), acquisitions=("ucb",))
-register_optimizer("leaf_ascent", optimize_leaf_ascent, LeafAscentConfig, requires=(ForestPosterior,))
+# runs saved before n_local was added (2026-12-03) scored the Sobol pool alone
+register_optimizer("mip", optimize_mip, MIPConfig, requires=(ForestPosterior,), acquisitions=("ucb",),
+                   fields_added={"n_local": 0})
+register_optimizer("leaf_ascent", optimize_leaf_ascent, LeafAscentConfig, requires=(ForestPosterior,),
+                   fields_added={"n_local": 0})
 # runs saved before 2026-11-28 scored the paper's candidates alone (see MessagePassingConfig); runs saved before
 # local_scales was added (2026-11-28, later that day) stepped their local rows by sd 0.1
 register_optimizer("message_passing", optimize_message_passing, MessagePassingConfig, requires=(DependencyForest,),

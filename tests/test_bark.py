@@ -483,6 +483,27 @@ def test_leaf_ascent_maximizes_the_integrated_log_ei_and_reports_its_value_at_it
         LeafAscentConfig(n_starts=0)
 
 
+def test_rows_near_the_incumbent_join_the_pool_that_starts_the_polish(small_bark_acqf):
+    """With `n_local` the pool holds the incumbent and rows near it, so the pool's best is at least the
+    incumbent's acquisition; the one-point Sobol pool alone (n_local = 0, same seed) is below it here, so a
+    pool that left the rows out would fail. Without `n_local` the search draws exactly as before."""
+    from optim.leaf_ascent import LeafAscentConfig, optimize_leaf_ascent
+
+    space, acqf = small_bark_acqf
+    at_incumbent = float(acqf.values(acqf.incumbent[None])[0])
+    plain = optimize_leaf_ascent(acqf, space, np.random.default_rng(0), LeafAscentConfig(n_pool=1, max_sweeps=1))
+    near = optimize_leaf_ascent(acqf, space, np.random.default_rng(0), LeafAscentConfig(n_pool=1, max_sweeps=1,
+                                                                                         n_local=16))
+    assert plain[2]["pool_value"] < at_incumbent <= near[2]["pool_value"] <= near[1]
+    x_mip, v_mip, info = optimize_mip(acqf, space, np.random.default_rng(0), MIPConfig(n_pool=1, max_sweeps=1,
+                                                                                       n_local=16))
+    assert info["pool_value"] == pytest.approx(near[2]["pool_value"]) and v_mip >= info["polished_value"] - 1e-9
+    with pytest.raises(ValueError, match="n_local must be a non-negative integer"):
+        LeafAscentConfig(n_local=-1)
+    with pytest.raises(ValueError, match="n_local must be an integer of at least 0"):
+        MIPConfig(n_local=1.5)
+
+
 def test_a_draw_that_cannot_predict_is_replaced_before_pool_and_coordinate_scores_rank_points(small_bark_acqf):
     """The values-only paths of the MIP search (`scores` for the Sobol pool, `coordinate_scores` for the polish)
     repair a posterior with a failed draw as the value-and-gradient path does: the draw gets the first working

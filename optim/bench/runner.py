@@ -108,8 +108,9 @@ def split_method(method: str) -> tuple[str, str | None, str | None, bool]:
         if flag not in ("deterministic", "explore") and not _is_batch_flag(flag) and not _is_optimizer_flag(flag):
             raise ValueError(f"unknown method option {flag!r} in {method!r}; the options are '+deterministic', "
                              f"'+qN' (synchronous batches of N), {_STRATEGY_FLAGS} (the batch strategy), "
-                             "'+explore' (epsilon-greedy paths, see explore_paths), '+scipT' and '+forestsK' "
-                             "(BARK's MIP: T seconds of SCIP, K forests in the MIP; see mip_options), '+polishK', "
+                             "'+explore' (epsilon-greedy paths, see explore_paths), '+scipT', '+forestsK', '+startsK' and "
+                             "'+nearN' (BARK's MIP: T seconds of SCIP, K forests in the MIP, K pool points polished, N "
+                             "rows near the incumbent in the pool; see mip_options), '+polishK', "
                              "'+hybrids0' / '+hybrids1', '+localN', '+fineE' (message passing: K candidates polished by "
                              "L-BFGS-B, hybrid rows off or on, N rows near the incumbent, their step sd from 10^-E to "
                              "0.1; see message_passing_options), '+depthK' (NUTS trees of at most 2^K - 1 leapfrog steps) "
@@ -126,10 +127,12 @@ def _is_batch_flag(flag: str) -> bool:
 
 
 #: method flags that set an optimizer's config field from the number that follows them, with the least number
-#: allowed: '+scip10' -> MIPConfig(time_limit=10), '+polish0' -> MessagePassingConfig(n_polish=0), '+hybrids0' ->
+#: allowed: '+scip10' -> MIPConfig(time_limit=10), '+starts16' -> MIPConfig(n_starts=16), '+near128' ->
+#: MIPConfig(n_local=128) (rows near the incumbent in the pool), '+polish0' -> MessagePassingConfig(n_polish=0), '+hybrids0' ->
 #: MessagePassingConfig(hybrids=False), '+local0' -> MessagePassingConfig(n_local=0), '+fine2' ->
 #: MessagePassingConfig(local_scales=(0.01, 0.1)) (the local rows' step sd log-uniform from 10^-2 to 0.1)
-MIP_FLAGS = {"scip": ("time_limit", float, 1), "forests": ("forests", int, 1)}
+MIP_FLAGS = {"scip": ("time_limit", float, 1), "forests": ("forests", int, 1), "starts": ("n_starts", int, 1),
+             "near": ("n_local", int, 0)}
 MESSAGE_PASSING_FLAGS = {"polish": ("n_polish", int, 0), "hybrids": ("hybrids", lambda v: bool(int(v)), 0),
                          "local": ("n_local", int, 0), "fine": ("local_scales", lambda v: (10.0 ** -int(v), 0.1), 2)}
 
@@ -166,7 +169,8 @@ def _options(method: str, flags: dict) -> dict:
 
 
 def mip_options(method: str) -> dict:
-    """MIPConfig fields set by a method's flags: 'bark+scip10+forests4' -> {time_limit: 10.0, forests: 4}."""
+    """MIPConfig fields set by a method's flags: 'bark+scip10+forests4' -> {time_limit: 10.0, forests: 4},
+    'bark+starts16+near128' -> {n_starts: 16, n_local: 128}."""
     return _options(method, MIP_FLAGS)
 
 
