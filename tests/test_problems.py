@@ -153,6 +153,11 @@ def test_initial_design_options_and_method_specs():
     assert mip_options("bark+scip10+forests4") == {"time_limit": 10.0, "forests": 4} and mip_options("bark") == {}
     with pytest.raises(ValueError, match="scipT"):
         split_method("bark+scip0")
+    assert mip_options("bark+starts4+near128") == {"n_starts": 4, "n_local": 128}
+    from optim.bench.runner import message_passing_options
+    assert message_passing_options("bark+starts4+near128") == {} and mip_options("additive+local64") == {}
+    with pytest.raises(ValueError, match="startsK"):
+        split_method("bark+starts0")
     from optim.bench.runner import message_passing_options
     assert split_method("additive+polish0") == ("additive", None, None, False)
     assert message_passing_options("additive+polish0") == {"n_polish": 0} and message_passing_options("bark+scip10") == {}
