@@ -171,6 +171,35 @@ def test_output_transforms_keep_the_order_and_check_their_domain():
         check_output_transform("sqrt")
 
 
+def test_the_log_tail_transform_keeps_the_better_half_and_pulls_in_the_worse():
+    """"log-tail": identity up to the median, m + s log(1 + (y - m) / s) above it with s = m - min(y); strictly
+    monotone, continuous with slope 1 at the median, and a value 1e6 spreads above the median lands within
+    s log(1e6) of it. A power transform (Yeo-Johnson) moves the better half too: the check that this one does not
+    fails for it."""
+    from optim.transforms import transform_outputs
+
+    y = np.random.default_rng(1).lognormal(0.0, 2.0, size=41)  # odd size: the median is a value
+    z = transform_outputs(y, "log-tail")
+    m, s = np.median(y), np.median(y) - y.min()
+    low = y <= m
+    np.testing.assert_array_equal(z[low], y[low])
+    assert not np.allclose(transform_outputs(y, "yeo-johnson")[low], y[low])
+    order = np.argsort(y)
+    assert np.all(np.diff(z[order]) > 0)
+    np.testing.assert_allclose(z[~low], m + s * np.log1p((y[~low] - m) / s), rtol=1e-12)
+    # two values added, one each side of the median, leave the median and s as they were
+    far = transform_outputs(np.append(y, [y.min() + 0.5 * s, m + 1e6 * s]), "log-tail")[-1]
+    assert m < far <= m + s * math.log1p(1e6) + 1e-9 * s
+    eps = 1e-7 * s  # slope 1 at the median: the step just above it equals eps to O(eps / s)
+    above = transform_outputs(np.append(y, [y.min() + 0.5 * s, m + eps]), "log-tail")[-1]
+    assert above - m == pytest.approx(eps, rel=1e-6)
+    # half the values tie with the least one (s = 0), too few values, any sign: as given or shifted alike
+    ties = np.array([1.0, 1.0, 1.0, 5.0, 9.0])
+    np.testing.assert_array_equal(transform_outputs(ties, "log-tail"), ties)
+    np.testing.assert_array_equal(transform_outputs(np.array([3.0, 1.0]), "log-tail"), [3.0, 1.0])
+    np.testing.assert_allclose(transform_outputs(y - 50.0, "log-tail"), z - 50.0, rtol=0, atol=1e-9)
+
+
 def test_the_design_fitted_transform_is_fitted_on_the_initial_design(flat2):
     from optim.transforms import transform_outputs
 

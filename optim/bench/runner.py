@@ -51,39 +51,34 @@ def _versions(extra=()) -> dict:
     return out
 
 
-def _additive(**options):
+def _variant(model: str, **options):
+    """A builder `space -> model(space, **options)` for the zoo class `model` ("module.Class"), imported on use so
+    that listing the variants imports no model."""
+    module, _, cls = model.rpartition(".")
+
     def build(space):
-        from zoo.additive import Additive
-        return Additive(space, **options)
-    return build
-
-
-def _gp(**options):
-    def build(space):
-        from zoo.gp import GP
-        return GP(space, **options)
-    return build
-
-
-def _treed(**options):
-    def build(space):
-        from zoo.treed import Treed
-        return Treed(space, **options)
+        import importlib
+        return getattr(importlib.import_module(module), cls)(space, **options)
     return build
 
 
 #: ablations and variants run by the benchmarks, not registered in the library (each is a constructor option)
-ABLATIONS = {"additive_random": _additive(graph="prior"),  # forests from the prior, ignoring the data (RDUCB-like)
+ABLATIONS = {# forests from the prior, ignoring the data (RDUCB-like)
+             "additive_random": _variant("zoo.additive.Additive", graph="prior"),
              # the lengthscale prior: the default since 2026-11-27 given by name (its benchmark runs carry this name),
              # and the zoo's 2-D prior, the default before
-             "additive_ls015": _additive(lengthscale_prior=(0.15, 1.0)),
-             "additive_ls2d": _additive(lengthscale_prior=None),
-             "gp_warp": _gp(warp=True),  # 004's "BO WARP" baseline: GP(space, warp=True)
-             "treed_warp": _treed(warp=True),  # 004's "HTBO WARP"
-             "treed_mcmc": _treed(partition="mcmc"),  # the partition sampled under the weighted density
-             "treed_bayes": _treed(partition="mcmc", likelihood="leaves"),  # tgp-like: leaf likelihoods only
+             "additive_ls015": _variant("zoo.additive.Additive", lengthscale_prior=(0.15, 1.0)),
+             "additive_ls2d": _variant("zoo.additive.Additive", lengthscale_prior=None),
+             "gp_warp": _variant("zoo.gp.GP", warp=True),  # 004's "BO WARP" baseline: GP(space, warp=True)
+             "treed_warp": _variant("zoo.treed.Treed", warp=True),  # 004's "HTBO WARP"
+             # the partition sampled under the weighted density; then tgp-like, with the leaf likelihoods only
+             "treed_mcmc": _variant("zoo.treed.Treed", partition="mcmc"),
+             "treed_bayes": _variant("zoo.treed.Treed", partition="mcmc", likelihood="leaves"),
              # the same with per-leaf input warping: the sampled partition under HTBO WARP's leaves
-             "treed_bayes_warp": _treed(partition="mcmc", likelihood="leaves", warp=True)}
+             "treed_bayes_warp": _variant("zoo.treed.Treed", partition="mcmc", likelihood="leaves", warp=True),
+             # Add-Tree with its lengthscales partially pooled across vertices (AddTree(pooled=True)): a vertex seen
+             # by few points borrows the lengthscale scale learned on the others
+             "addtree_pooled": _variant("zoo.addtree.AddTree", pooled=True)}
 
 
 def benchmark_model(name: str, space):
