@@ -24,13 +24,14 @@ and maximize the acquisition on the transformed scale and still minimize the ori
   the median and s = m - min(y) the spread of the better half (ours; the idea of warping only the worse half
   is the "half-rank" output warping of Song et al. 2022, Google Vizier's GP bandit). The map is the identity
   up to the median, continuous with slope 1 there, and grows logarithmically above it, so a few far worse values
-  are pulled in while the better half keeps its shape. Why it matters for an additive kernel: a power transform
-  bends the whole range, and the sum of a linear and a quadratic effect (Jenatton et al.'s shared variable
-  and leaf variable) is no longer a sum on the transformed scale; on one recorded Jenatton run, refitted to the
-  Yeo-Johnson values the shared variable's posterior median lengthscale was 0.48 (in the unit scale) against 1.75
-  untransformed, and Add-Tree spent evaluations moving it away from its optimum ("The output transform and
-  additivity", BENCHMARKS.md). Where s is 0 (half the values tie with the least one) or not finite, the values are
-  used as given.
+  are pulled in while the better half keeps its shape. Why try it with an additive kernel: a power transform
+  bends the whole range, and the sum of a linear and a quadratic effect (Jenatton et al.'s shared variable and
+  leaf variable) is no longer a sum on the transformed scale. Refitted to the values of auto's recorded Jenatton
+  runs, Add-Tree's lengthscale for the shared variable was shorter under Yeo-Johnson than untransformed, and
+  under this transform in between (benchmarks/scripts/transform_lengthscales.py). In BO it did worse than
+  Yeo-Johnson on both of Jenatton's functions (BENCHMARKS.md, "Pooled lengthscales and a log-tail transform"), so
+  `auto` does not pair it with any model. Where s is 0 (half the values tie with the least one) or not finite,
+  the values are used as given.
 """
 
 from __future__ import annotations
