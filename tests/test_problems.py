@@ -154,6 +154,16 @@ def test_initial_design_options_and_method_specs():
     with pytest.raises(ValueError, match="scipT"):
         split_method("bark+scip0")
     assert mip_options("bark+starts4+near128") == {"n_starts": 4, "n_local": 128}
+    from optim.bench.runner import forest_search_config
+    from optim.leaf_ascent import LeafAscentConfig
+    from optim.mip import MIPConfig
+    assert forest_search_config("bark+starts4+near128") == MIPConfig(n_starts=4, n_local=128)
+    assert forest_search_config("bark:ucb,beta=3.8416+near64") == MIPConfig(n_local=64)
+    # log-EI is served by leaf_ascent, not the MIP: its pool flags go there, and a SCIP-only flag is refused
+    assert forest_search_config("bark:logei+near128") == LeafAscentConfig(n_local=128)
+    assert forest_search_config("bark:ei+starts4") == LeafAscentConfig(n_starts=4) and forest_search_config("bark") is None
+    with pytest.raises(ValueError, match=r"\+scip, \+forests set the MIP"):
+        forest_search_config("bark:logei+scip10+forests4+near128")
     from optim.bench.runner import message_passing_options
     assert message_passing_options("bark+starts4+near128") == {} and mip_options("additive+local64") == {}
     with pytest.raises(ValueError, match="startsK"):

@@ -16,6 +16,7 @@ skipped, so an interrupted run resumes; a crashing run is recorded and the other
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import functools
 import json
@@ -169,6 +170,30 @@ def mip_options(method: str) -> dict:
     return _options(method, MIP_FLAGS)
 
 
+def forest_search_config(method: str):
+    """The settings BARK's pool-search flags give a method: MIPConfig when its criterion is one the MIP writes
+    (UCB, BARK's default), else LeafAscentConfig, the optimizer BARK resolves to for log-EI, EI and PI
+    ('bark:logei+near128' -> LeafAscentConfig(n_local=128)); None without such flags. Raises ValueError for a
+    flag the leaf ascent has no field for ('bark:logei+scip10': it runs no SCIP)."""
+    from optim.leaf_ascent import LeafAscentConfig
+    from optim.mip import MIPConfig
+    from optim.registry import OPTIMIZERS
+
+    options = mip_options(method)
+    if not options:
+        return None
+    _, acquisition, _, _ = split_method(method)
+    if acquisition is None or acquisition.partition(",")[0] in OPTIMIZERS["mip"].acquisitions:
+        return MIPConfig(**options)
+    ascent = {f.name for f in dataclasses.fields(LeafAscentConfig)}
+    unused = [f"+{prefix}" for prefix, (name, _, _) in MIP_FLAGS.items() if name in options and name not in ascent]
+    if unused:
+        raise ValueError(f"{method!r}: {', '.join(unused)} set the MIP, which maximizes "
+                         f"{list(OPTIMIZERS['mip'].acquisitions)} only; with {acquisition!r} BARK's search is "
+                         "leaf_ascent, which takes '+startsK' and '+nearN'")
+    return LeafAscentConfig(**options)
+
+
 def message_passing_options(method: str) -> dict:
     """MessagePassingConfig fields set by a method's flags: 'additive+polish0' -> {n_polish: 0} (no L-BFGS-B polish),
     'additive:ucb+hybrids0+local0' -> {hybrids: False, n_local: 0} (the paper's candidates alone)."""
@@ -239,8 +264,6 @@ def run_cell(method: str, problem_name: str, seed: int, budget: int, n_init: int
             settings = dict(acquisition=acquisition, design=design, output_transform=transform,
                             deterministic=deterministic, batch_strategy=strategy, chain_workers=chain_workers)
             if sampler:
-                import dataclasses
-
                 from optim.loop import SamplerSettings
                 settings["sampler"] = dataclasses.replace(SamplerSettings.for_surrogate(surrogate), **sampler)
             epsilon, mip, passing = explore_paths(method), mip_options(method), message_passing_options(method)
@@ -248,8 +271,7 @@ def run_cell(method: str, problem_name: str, seed: int, budget: int, n_init: int
                 from optim.path_lbfgs import LBFGSConfig
                 settings["optimizer"] = LBFGSConfig(explore_paths=epsilon)
             if mip:
-                from optim.mip import MIPConfig
-                settings["optimizer"] = MIPConfig(**mip)
+                settings["optimizer"] = forest_search_config(method)
             if passing:
                 from optim.message_passing import MessagePassingConfig
                 settings["optimizer"] = MessagePassingConfig(**passing)
@@ -297,6 +319,11 @@ def cmd_run(args) -> int:
                   f"followed by ':acquisition', '/transform' ({', '.join(OUTPUT_TRANSFORMS)}), '+deterministic', "
                   f"'+qN', {_STRATEGY_FLAGS} and '+explore'",
                   file=sys.stderr)
+            return 2
+        try:
+            forest_search_config(m)
+        except ValueError as exc:
+            print(f"treezoo-bench: {exc}", file=sys.stderr)
             return 2
         if name in PEERS and m != name:
             print(f"treezoo-bench: {m!r}: peer methods take no ':', '/' or '+' options", file=sys.stderr)
@@ -422,8 +449,6 @@ def scaling_cell(surrogate: str, n: int, dim: int | None = None, seed: int = 0, 
     dimension `dim`: a warm MCMC refit (the second one: the first compiles), an iteration between refits (draws
     conditioned on the new data) and the acquisition. The cold fit that starts the chains uses only `cold_warmup`
     sweeps: it is not what is measured. `chain_workers`: BayesOpt's (k >= 2: the chains in k child processes)."""
-    import dataclasses
-
     from optim.bench.problems import get_problem
     from optim.bench.problems.additive import additive_gp
     from optim.loop import BayesOpt, SamplerSettings
