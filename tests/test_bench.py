@@ -442,6 +442,20 @@ def test_unknown_method_or_output_transform_is_refused(tmp_path, capsys):
     assert not (tmp_path / "x.jsonl").exists()
 
 
+def test_a_pairing_bayesopt_refuses_stops_the_run_before_any_cell(tmp_path, capsys):
+    from optim.bench.runner import method_refusal
+    # BARK's pool flags with log-EI go to leaf_ascent (they crashed every cell when they built a MIPConfig)
+    assert method_refusal("bark:logei+near128", "pest_control") is None
+    assert method_refusal("bark+starts4+near128", "pest_control") is None
+    assert "ForestPosterior" in method_refusal("gp+near128", "exp2d")
+    out = tmp_path / "x.jsonl"
+    assert bench.main(["run", "--problems", "exp2d", "--methods", "random", "gp+near128", "--seeds", "1",
+                       "--budget", "4", "--n-init", "2", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "refused before any run" in err and "'gp+near128' on 'exp2d'" in err and "Traceback" not in err
+    assert not out.exists()  # not even the valid method's cells ran
+
+
 @pytest.mark.parametrize("args, message", [
     (["run", "--problems", "no_such_problem"], "invalid choice: 'no_such_problem'"),
     (["run", "--budget", "-2"], "--budget: must be >= 1, got -2"),

@@ -236,6 +236,47 @@ def run_batches(problem, surrogate, budget: int, seed: int, n_init: int, q: int,
     return opt.history
 
 
+def method_settings(method: str, space, design: str = "sobol", chain_workers: int = 0) -> tuple:
+    """(surrogate, batch size q, BayesOpt keyword settings) of one of our methods on a problem's space, from its
+    name and flags ('bark:logei+near128', 'gp+q4+qei', 'additive+depth3', ...)."""
+    surrogate, acquisition, transform, deterministic = split_method(method)
+    q, strategy = batch_options(method)
+    sampler = sampler_options(method)
+    if surrogate in ABLATIONS or sampler:  # an instance: its own loop settings are the flags' base
+        surrogate = benchmark_model(surrogate, space)
+    settings = dict(acquisition=acquisition, design=design, output_transform=transform,
+                    deterministic=deterministic, batch_strategy=strategy, chain_workers=chain_workers)
+    if sampler:
+        from optim.loop import SamplerSettings
+        settings["sampler"] = dataclasses.replace(SamplerSettings.for_surrogate(surrogate), **sampler)
+    epsilon, mip, passing = explore_paths(method), mip_options(method), message_passing_options(method)
+    if epsilon:
+        from optim.path_lbfgs import LBFGSConfig
+        settings["optimizer"] = LBFGSConfig(explore_paths=epsilon)
+    if mip:
+        settings["optimizer"] = forest_search_config(method)
+    if passing:
+        from optim.message_passing import MessagePassingConfig
+        settings["optimizer"] = MessagePassingConfig(**passing)
+    return surrogate, q, settings
+
+
+def method_refusal(method: str, problem_name: str, design: str = "sobol") -> str | None:
+    """Why BayesOpt refuses one of our methods on a problem (an optimizer that cannot serve the surrogate or its
+    criterion, a model that does not take the space, ...), found by building it without evaluating anything;
+    None if it is accepted. The runner asks before any cell runs, so that a bad pairing costs no run."""
+    from optim.bench.problems import get_problem
+    from optim.loop import BayesOpt
+
+    space = get_problem(problem_name).space
+    try:
+        surrogate, _, settings = method_settings(method, space, design)
+        BayesOpt(space, surrogate=surrogate, seed=0, **settings)
+    except (ValueError, TypeError) as exc:
+        return f"{method!r} on {problem_name!r}: {exc}"
+    return None
+
+
 def run_cell(method: str, problem_name: str, seed: int, budget: int, n_init: int, noise: float = 0.0,
              design: str = "sobol", chain_workers: int = 0) -> dict:
     """One run of one method; a JSON-able record with the full trace (a crash is recorded, not raised).
@@ -256,25 +297,7 @@ def run_cell(method: str, problem_name: str, seed: int, budget: int, n_init: int
         if peer is not None:
             history = peer.run(problem, budget, seed, initial_design(problem.space, n_init, seed, design))
         else:
-            surrogate, acquisition, transform, deterministic = split_method(method)
-            q, strategy = batch_options(method)
-            sampler = sampler_options(method)
-            if surrogate in ABLATIONS or sampler:  # an instance: its own loop settings are the flags' base
-                surrogate = benchmark_model(surrogate, problem.space)
-            settings = dict(acquisition=acquisition, design=design, output_transform=transform,
-                            deterministic=deterministic, batch_strategy=strategy, chain_workers=chain_workers)
-            if sampler:
-                from optim.loop import SamplerSettings
-                settings["sampler"] = dataclasses.replace(SamplerSettings.for_surrogate(surrogate), **sampler)
-            epsilon, mip, passing = explore_paths(method), mip_options(method), message_passing_options(method)
-            if epsilon:
-                from optim.path_lbfgs import LBFGSConfig
-                settings["optimizer"] = LBFGSConfig(explore_paths=epsilon)
-            if mip:
-                settings["optimizer"] = forest_search_config(method)
-            if passing:
-                from optim.message_passing import MessagePassingConfig
-                settings["optimizer"] = MessagePassingConfig(**passing)
+            surrogate, q, settings = method_settings(method, problem.space, design, chain_workers)
             if q > 1:
                 history = run_batches(problem, surrogate, budget, seed, n_init, q, **settings)
             else:
@@ -320,11 +343,6 @@ def cmd_run(args) -> int:
                   f"'+qN', {_STRATEGY_FLAGS} and '+explore'",
                   file=sys.stderr)
             return 2
-        try:
-            forest_search_config(m)
-        except ValueError as exc:
-            print(f"treezoo-bench: {exc}", file=sys.stderr)
-            return 2
         if name in PEERS and m != name:
             print(f"treezoo-bench: {m!r}: peer methods take no ':', '/' or '+' options", file=sys.stderr)
             return 2
@@ -333,6 +351,11 @@ def cmd_run(args) -> int:
             print(f"treezoo-bench: skipping {m}: {', '.join(missing)} not installed ({PEERS[m].install_hint})")
         else:
             methods.append(m)
+    refusals = [why for m in methods if m not in PEERS for p in args.problems
+                if (why := method_refusal(m, p, args.design)) is not None]
+    if refusals:
+        print("treezoo-bench: refused before any run:\n  " + "\n  ".join(refusals), file=sys.stderr)
+        return 2
     done = {_cell_key(r) for r in report.load_records(args.out) if r.get("status") == "ok"}
     cells = [(m, p, s, args.budget, args.n_init, args.noise, args.design) for p in args.problems for m in methods
              for s in range(args.seed0, args.seed0 + args.seeds)]
