@@ -190,6 +190,28 @@ def test_mip_table_judges_scip_by_the_full_acquisition_and_counts_the_target_up_
     assert "| p | bark | 3 | timelimit 3 | 0.500 [0.500] | 3/3 | 1/3 | 0 | 1/2 | 1.00 [1.00] |" in table
 
 
+def test_parallel_command_takes_a_first_seed_and_resumes_by_the_whole_protocol(tmp_path, monkeypatch):
+    from optim.bench import runner
+    calls = []
+
+    def fake_cell(problem, workers, seed, budget, n_init, sleep, propose_ahead=False, batch_strategy="believer"):
+        calls.append((workers, seed, n_init))
+        values = list(np.linspace(3.0, 1.0, budget))
+        return {"problem": problem, "workers": workers, "seed": seed, "budget": budget, "n_init": n_init,
+                "sleep": sleep, "propose_ahead": False, "batch_strategy": "believer", "optimum": 0.0,
+                "values": values, "tell_seconds": list(np.arange(1.0, budget + 1.0)), "seconds": float(budget)}
+    monkeypatch.setattr(runner, "parallel_cell", fake_cell)
+    out = str(tmp_path / "p.jsonl")
+    args = ["parallel", "--workers", "1", "4", "--seeds", "2", "--seed0", "3", "--budget", "6", "--sleep", "0",
+            "--out", out]
+    assert bench.main(args + ["--n-init", "2"]) == 0
+    assert calls[1:] == [(1, 3, 2), (4, 3, 2), (1, 4, 2), (4, 4, 2)]  # calls[0]: the untimed compile run
+    calls.clear()
+    assert bench.main(args + ["--n-init", "2"]) == 0 and calls[1:] == []  # every cell is in the file
+    calls.clear()
+    assert bench.main(args + ["--n-init", "3"]) == 0 and len(calls[1:]) == 4  # another protocol: run again
+
+
 def test_cost_table_compares_median_seconds_per_iteration_with_a_reference():
     def rec(method, seed, fit, acq, problem="p"):
         return {"status": "ok", "problem": problem, "method": method, "seed": seed, "values": [1.0] * 4,

@@ -717,16 +717,16 @@ def parallel_cell(problem_name: str, workers: int, seed: int, budget: int, n_ini
 
 
 def cmd_parallel(args) -> int:
-    done = {(r["problem"], r["workers"], r["seed"], r["budget"], r["sleep"], r.get("propose_ahead", False),
-             r.get("batch_strategy", "believer")) for r in report.load_records(args.out)}
+    done = {(r["problem"], r["workers"], r["seed"], r["budget"], r.get("n_init"), r["sleep"],
+             r.get("propose_ahead", False), r.get("batch_strategy", "believer")) for r in report.load_records(args.out)}
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     # an untimed run first compiles every function a run of this length needs, so that no timed run pays it
     parallel_cell(args.problem, 1, 0, args.budget, args.n_init, 0.0)
-    for seed in range(args.seeds):
+    for seed in range(args.seed0, args.seed0 + args.seeds):
         for workers in args.workers:
             ahead = proposes_ahead(args.propose_ahead, workers)
             strategy = parallel_strategy(args.batch_strategy, workers)
-            if (args.problem, workers, seed, args.budget, args.sleep, ahead, strategy) in done:
+            if (args.problem, workers, seed, args.budget, args.n_init, args.sleep, ahead, strategy) in done:
                 continue
             rec = parallel_cell(args.problem, workers, seed, args.budget, args.n_init, args.sleep, args.propose_ahead,
                                 args.batch_strategy)
@@ -1091,6 +1091,8 @@ def main(argv=None) -> int:
     pl.add_argument("--problem", default="hartmann6", choices=sorted(PROBLEMS))
     pl.add_argument("--workers", nargs="+", type=integer_at_least(1), default=[1, 2, 4, 8])
     pl.add_argument("--seeds", type=integer_at_least(1), default=3)
+    pl.add_argument("--seed0", type=integer_at_least(0), default=0,
+                    help="first seed (seeds seed0 .. seed0 + seeds - 1): several processes can share the seeds")
     pl.add_argument("--budget", type=integer_at_least(2), default=30)
     pl.add_argument("--n-init", type=integer_at_least(1), default=7)
     pl.add_argument("--sleep", type=finite_nonnegative, default=4.0, help="seconds each evaluation sleeps")
