@@ -272,8 +272,9 @@ def method_refusal(method: str, problem_name: str, design: str = "sobol") -> str
     try:
         surrogate, _, settings = method_settings(method, space, design)
         BayesOpt(space, surrogate=surrogate, seed=0, **settings)
-    except (ValueError, TypeError) as exc:
-        return f"{method!r} on {problem_name!r}: {exc}"
+    except Exception as exc:  # whatever refuses the build would crash every cell of the pairing
+        return f"{method!r} on {problem_name!r}: {exc}" if isinstance(exc, ValueError) else \
+            f"{method!r} on {problem_name!r}: {type(exc).__name__}: {exc}"
     return None
 
 
