@@ -10,7 +10,8 @@
 
 Every method evaluates the same initial design for a given seed first (peers through their own
 API). Finished (method, problem, seed, budget, n_init, noise) cells found in the output file are
-skipped, so an interrupted run resumes; a crashing run is recorded and the others go on.
+skipped, so an interrupted run resumes; a crashing run is recorded and the others go on. A pairing of one of
+our methods with a problem that `BayesOpt` refuses is reported before any run starts.
 """
 
 from __future__ import annotations
