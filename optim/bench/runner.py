@@ -723,6 +723,8 @@ def cmd_parallel(args) -> int:
              r.get("propose_ahead", False), r.get("batch_strategy", "believer")) for r in report.load_records(args.out)}
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     # an untimed run first compiles every function a run of this length needs, so that no timed run pays it
+    print(f"treezoo-bench parallel: one untimed {args.budget}-evaluation run first (it compiles what the timed runs "
+          "need)", flush=True)
     parallel_cell(args.problem, 1, 0, args.budget, args.n_init, 0.0)
     for seed in range(args.seed0, args.seed0 + args.seeds):
         for workers in args.workers:
