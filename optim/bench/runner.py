@@ -269,8 +269,8 @@ def method_refusal(method: str, problem_name: str, design: str = "sobol") -> str
     from optim.bench.problems import get_problem
     from optim.loop import BayesOpt
 
-    space = get_problem(problem_name).space
     try:
+        space = get_problem(problem_name).space
         surrogate, _, settings = method_settings(method, space, design)
         BayesOpt(space, surrogate=surrogate, seed=0, **settings)
     except Exception as exc:  # whatever refuses the build would crash every cell of the pairing
