@@ -250,12 +250,12 @@ def method_settings(method: str, space, design: str = "sobol", chain_workers: in
     if sampler:
         from optim.loop import SamplerSettings
         settings["sampler"] = dataclasses.replace(SamplerSettings.for_surrogate(surrogate), **sampler)
-    epsilon, mip, passing = explore_paths(method), mip_options(method), message_passing_options(method)
+    epsilon, forest, passing = explore_paths(method), forest_search_config(method), message_passing_options(method)
     if epsilon:
         from optim.path_lbfgs import LBFGSConfig
         settings["optimizer"] = LBFGSConfig(explore_paths=epsilon)
-    if mip:
-        settings["optimizer"] = forest_search_config(method)
+    if forest is not None:
+        settings["optimizer"] = forest
     if passing:
         from optim.message_passing import MessagePassingConfig
         settings["optimizer"] = MessagePassingConfig(**passing)
@@ -274,8 +274,8 @@ def method_refusal(method: str, problem_name: str, design: str = "sobol") -> str
         surrogate, _, settings = method_settings(method, space, design)
         BayesOpt(space, surrogate=surrogate, seed=0, **settings)
     except Exception as exc:  # whatever refuses the build would crash every cell of the pairing
-        return f"{method!r} on {problem_name!r}: {exc}" if isinstance(exc, ValueError) else \
-            f"{method!r} on {problem_name!r}: {type(exc).__name__}: {exc}"
+        detail = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+        return f"{method!r} on {problem_name!r}: {detail}"
     return None
 
 
