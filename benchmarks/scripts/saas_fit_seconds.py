@@ -5,7 +5,7 @@ BO iteration (NUTS with the peer's own settings: `BoTorchSAAS`'s warm-up steps, 
 costs about the sum of its fits. This script times one such fit on n uniform random points of a problem (seed 0,
 one torch thread, the way `treezoo-bench run --jobs 2` runs a peer) for each `problem:n` given, and prints a table.
 It also projects the fits of a whole run, n_init + 1 to budget evaluations: the sum of the fit seconds over
-n = n_init .. budget - 1, interpolated linearly between the measured n (the first measured value below them). A
+n = n_init .. budget - 1, linear between the measured n (below the smallest measured n, its value). A
 projection from random points, not a run: a BO run's points cluster, which may make NUTS faster or slower.
 Needs the bench extra (`pip install -e ".[bench]"`).
 Run: python benchmarks/scripts/saas_fit_seconds.py additive_star20:50 additive_star20:100 ... [--out FILE.json]
