@@ -2,8 +2,9 @@
 
 Issue 16 asks for the peers at up to 200 evaluations. The `botorch_saas` peer refits its model from scratch at every
 BO iteration (NUTS with the peer's own settings: `BoTorchSAAS`'s warm-up steps, kept samples and thinning), so a run
-costs about the sum of its fits. This script times one such fit on n uniform random points of a problem (seed 0,
-one torch thread, the way `treezoo-bench run --jobs 2` runs a peer) for each `problem:n` given, and prints a table.
+costs about the sum of its fits. This script times one such fit (the peer's own `acquisition`, which fits and
+builds its log-EI) on n uniform random points of a problem (seed 0, one torch thread, the way
+`treezoo-bench run --jobs 2` runs a peer) for each `problem:n` given, and prints a table.
 It also projects the fits of a whole run, n_init + 1 to budget evaluations: the sum of the fit seconds over
 n = n_init .. budget - 1, linear between the measured n (below the smallest measured n, its value). A
 projection from random points, not a run: a BO run's points cluster, which may make NUTS faster or slower.
@@ -21,24 +22,17 @@ from optim.bench.peers.botorch_saas import BoTorchSAAS
 from optim.bench.problems import get_problem
 
 
-def fit_seconds(problem_name: str, n: int, seed: int = 0) -> float:
-    """Wall-clock seconds of one SAAS NUTS fit on n uniform random points of the problem (values negated, as the
-    peer maximizes)."""
+def fit_seconds(problem, n: int, seed: int = 0) -> float:
+    """Wall-clock seconds of the `botorch_saas` peer's model build (its SAAS NUTS fit, then its log-EI) on n uniform
+    random points of the problem, given as BoTorchGP's loop gives them (values negated: BoTorch maximizes)."""
     import torch
-    from botorch.fit import fit_fully_bayesian_model_nuts
-    from botorch.models.fully_bayesian import SaasFullyBayesianSingleTaskGP
-    from botorch.models.transforms.outcome import Standardize
 
-    problem = get_problem(problem_name)
     X = np.random.default_rng(seed).random((n, problem.space.dim))
     y = np.array([problem(problem.space.decode(row)) for row in X])
-    peer = BoTorchSAAS()
     train_x = torch.tensor(X, dtype=torch.float64)
-    train_y = torch.tensor(-y, dtype=torch.float64)[:, None]
+    train_y = -torch.tensor(y, dtype=torch.float64)[:, None]
     start = time.perf_counter()
-    model = SaasFullyBayesianSingleTaskGP(train_x, train_y, outcome_transform=Standardize(1))
-    fit_fully_bayesian_model_nuts(model, warmup_steps=peer.warmup, num_samples=peer.num_samples,
-                                  thinning=peer.thinning, disable_progbar=True)
+    BoTorchSAAS().acquisition(train_x, train_y, cat=np.zeros(problem.space.dim, dtype=bool))
     return time.perf_counter() - start
 
 
@@ -75,8 +69,9 @@ def main() -> None:
         rows = []
         for cell in args.cells:
             name, n = cell.rsplit(":", 1)
-            seconds = fit_seconds(name, int(n))
-            rows.append({"problem": name, "dim": get_problem(name).space.dim, "n": int(n), "fit_seconds": seconds})
+            problem = get_problem(name)
+            seconds = fit_seconds(problem, int(n))
+            rows.append({"problem": name, "dim": problem.space.dim, "n": int(n), "fit_seconds": seconds})
             print(f"| {name} | {rows[-1]['dim']} | {n} | {seconds:.1f} |", flush=True)
         if args.out:
             with open(args.out, "w") as f:
