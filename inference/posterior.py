@@ -101,6 +101,19 @@ class Posterior:
         return Posterior(self.surrogate, self.data, self.X, self.y, tree(rep, self.samples), tree(rep, self.stats),
                          tree(rep, self.move_stats), self.last_state, seconds=self.seconds)
 
+    def draw(self, index: int) -> "Posterior":
+        """One draw (flat index, `flat_samples` order) as a posterior of one chain and one draw, on the same
+        data: what a Thompson-style proposal optimizes (optim.batch's ``thompson``). The warm start is its chain's."""
+        total = self.num_chains * self.num_samples
+        if not (isinstance(index, (int, np.integer)) and not isinstance(index, bool) and 0 <= index < total):
+            raise ValueError(f"index must be an integer in [0, {total}), got {index!r}")
+        chain, kept = divmod(int(index), self.num_samples)
+        one = lambda a: np.asarray(a)[chain:chain + 1, kept:kept + 1]  # noqa: E731
+        tree = jax.tree_util.tree_map
+        return Posterior(self.surrogate, self.data, self.X, self.y, tree(one, self.samples), tree(one, self.stats),
+                         tree(one, self.move_stats),
+                         tree(lambda a: np.asarray(a)[chain:chain + 1], self.last_state), seconds=self.seconds)
+
     def log_likelihood(self, loo: bool = False) -> np.ndarray:
         """Pointwise log-likelihood per sample, [C, S, n], user units: log p(y_i | y_<i, theta), which sums
         to the joint log-likelihood, or with `loo` log p(y_i | y_-i, theta), the terms PSIS-LOO needs for

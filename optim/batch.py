@@ -28,6 +28,18 @@ proposal goes elsewhere; the hyperparameters and structure stay the draws fitted
   own hyperparameters and structure could produce. Cost: the acquisition averages QEI_FANTASIES times as many
   samples, and each pending point costs one more `prepare`.
 
+- ``thompson``: each proposal made while points are pending gets its own posterior draw, one of the draws picked
+  uniformly at random (its hyperparameters and, for tree models, its structure), conditioned on that draw's own
+  posterior mean at the pending points (the believer under that draw), and the incumbent lowered to the best of
+  the observations and the conditioned draw's means there (a draw that believes a pending point beats the
+  incumbent would otherwise propose it again: conditioning lowers the variance there, not the mean); the
+  acquisition is that draw's alone. Where the draw still proposes a point already seen or pending (a noisy leaf
+  keeps its variance), `BayesOpt` takes the believer's proposal instead (recorded as ``thompson_fallback``). The
+  integrated acquisition averages the draws, so every slot of a batch sees the same surface with a hole at each
+  pending point; here each slot sees one plausible model, the diversity Thompson sampling gets from drawing the
+  model (Kandasamy et al. 2018 draw a whole function per worker; this draws the hyperparameters and keeps the
+  acquisition). Costs no more than ``believer``: one draw instead of all.
+
 All of them reduce to sequential BO when nothing is pending. BENCHMARKS.md ("Parallel evaluation") compares them.
 """
 
@@ -35,7 +47,7 @@ from __future__ import annotations
 
 import numpy as np
 
-BATCH_STRATEGIES = ("believer", "liar", "fantasy", "qei")
+BATCH_STRATEGIES = ("believer", "liar", "fantasy", "qei", "thompson")
 #: joint outcomes at the pending points per posterior draw in ``qei`` (32 draws by default: 128 in all)
 QEI_FANTASIES = 4
 
@@ -76,6 +88,13 @@ def with_pending(strategy: str, posterior, X: np.ndarray, y: np.ndarray, X_pendi
         if rng is None:
             raise ValueError("the 'qei' batch strategy samples its outcomes: pass rng")
         return per_draw_fantasies(posterior, X, y, X_pending, rng)
+    if strategy == "thompson":
+        if rng is None:
+            raise ValueError("the 'thompson' batch strategy picks a posterior draw: pass rng")
+        posterior = posterior.draw(int(rng.integers(posterior.num_chains * posterior.num_samples)))
+        fantasies = fantasy_values("believer", posterior, X_pending, y)
+        conditioned = posterior.conditioned_on(np.vstack([X, X_pending]), np.concatenate([y, fantasies]))
+        return conditioned, min(best, float(np.min(conditioned.predict(X_pending)[0])))
     fantasies = fantasy_values(strategy, posterior, X_pending, y, rng)
     if strategy == "fantasy":
         best = min(best, float(np.min(fantasies)))

@@ -106,7 +106,7 @@ class Stream(enum.IntEnum):
     RANDOM = 1  # random proposals (random search, too few observations, a duplicate proposal)
     SAMPLER = 2  # the MCMC fit
     OPTIMIZER = 3  # the acquisition optimizer
-    BATCH = 4  # the outcomes the 'fantasy' and 'qei' batch strategies sample at pending points
+    BATCH = 4  # the outcomes 'fantasy' and 'qei' sample at pending points, the draw 'thompson' picks
     RESTART = 5  # the cold chains run beside warm ones (SamplerSettings.restart_every)
 
 
@@ -183,8 +183,8 @@ class BayesOpt:
     ("lbfgs", "vertex_ucb", "two_step", "mip", "leaf_ascent", "grid", "message_passing", or one added by
     `optim.register_optimizer`), a settings instance (`LBFGSConfig(...)`, `MIPConfig(...)`), or a (name,
     settings) pair. An optimizer the surrogate cannot serve is refused here, before any evaluation is spent.
-    `batch_strategy`: how configurations in flight enter the next proposal ("believer", "liar", "fantasy" or
-    "qei", see optim.batch). `journal`: a path; every ask and tell is appended to it as it happens
+    `batch_strategy`: how configurations in flight enter the next proposal ("believer", "liar", "fantasy",
+    "qei" or "thompson", see optim.batch). `journal`: a path; every ask and tell is appended to it as it happens
     (optim.journal), and an existing journal of the same run is resumed (one of another run is refused).
     `output_transform`: None (a resumed journal's; otherwise the transform `surrogate="auto"` pairs with its
     pick, else "none"), "none", "log", "yeo-johnson", "yeo-johnson-design" (fitted once, on the first `n_init`
@@ -378,19 +378,29 @@ class BayesOpt:
         X_pending = (self.space.encode([p["config"] for p in self._pending]) if self._pending
                      else np.zeros((0, X.shape[1])))
         batch_rng = np.random.default_rng(derive_seed(self.seed, step, Stream.BATCH)) if len(X_pending) else None
-        posterior, best = with_pending(self.batch_strategy, self.posterior, X, y, X_pending, batch_rng)
-        acqf = AcquisitionFunction(posterior, self.acquisition, best=best, t=step - self.n_init + 1)
-        rng = np.random.default_rng(derive_seed(self.seed, step, Stream.OPTIMIZER))
-        x, value, extra = self.optimizer_entry.optimize(acqf, self.space, rng, self.optimizer)
+        seen = np.vstack([X, X_pending])
+
+        def propose(strategy):
+            posterior, best = with_pending(strategy, self.posterior, X, y, X_pending, batch_rng)
+            acqf = AcquisitionFunction(posterior, self.acquisition, best=best, t=step - self.n_init + 1)
+            rng = np.random.default_rng(derive_seed(self.seed, step, Stream.OPTIMIZER))
+            x, value, extra = self.optimizer_entry.optimize(acqf, self.space, rng, self.optimizer)
+            duplicate = x is not None and bool(np.any(np.all(np.abs(seen - np.asarray(x)) < 1e-12, axis=1)))
+            return acqf, x, value, extra, duplicate
+
+        acqf, x, value, extra, duplicate = propose(self.batch_strategy)
+        fallback = self.batch_strategy == "thompson" and duplicate
+        if fallback:  # one draw may still favour a pending point (a noisy leaf): the whole posterior's proposal
+            acqf, x, value, extra, duplicate = propose("believer")
         if x is None or not np.isfinite(value):  # every candidate's acquisition failed numerically
             config, source = self._random(step), "random:acquisition_failed"
         else:
             config, source = self.space.decode(x), "bo"
-            seen = np.vstack([X, X_pending])
-            if np.any(np.all(np.abs(seen - self.space.encode(config)) < 1e-12, axis=1)):
+            if duplicate or np.any(np.all(np.abs(seen - self.space.encode(config)) < 1e-12, axis=1)):
                 config, source = self._random(step), "random:duplicate"
         info = {"fit_seconds": t1 - t0, "acq_seconds": time.perf_counter() - t1, "acq_value": float(value),
                 **({"conditioned": True} if conditioned else {}),  # no MCMC: the last draws, given the new data
+                **({"thompson_fallback": "the draw's proposal repeated a point: the believer's"} if fallback else {}),
                 **({"cold_refit": "the warm-started chains froze"} if cold_refits else {}),
                 **({"restart": restart} if restart is not None else {}),
                 **({"failed_samples": acqf.failed_samples} if acqf.failed_samples else {})}
@@ -732,7 +742,7 @@ def minimize(objective: Callable[[dict], float], space: Space, surrogate="auto",
     an evaluation.
 
     `settings`: `sampler=SamplerSettings(...)`, `optimizer=` (see `BayesOpt`), `design="sobol"|"paths"`,
-    `batch_strategy="believer"|"liar"|"fantasy"|"qei"` (optim.batch),
+    `batch_strategy="believer"|"liar"|"fantasy"|"qei"|"thompson"` (optim.batch),
     `output_transform="none"|"log"|"yeo-johnson"|"yeo-johnson-design"|"log-tail"` (the model fits a monotone
     transform of the values: for heavy-tailed objectives; unset, a resumed checkpoint's, otherwise the transform that
     `surrogate="auto"` pairs with its pick, else "none"), `deterministic=True` (the objective returns exact

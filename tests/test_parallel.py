@@ -74,15 +74,19 @@ QEI_OPTIMIZERS = {"jenatton": "path-wise L-BFGS-B", "additive": "message passing
                   "treed": "Sobol grid", "gp_saas": "flat L-BFGS-B"}
 
 
+@pytest.mark.parametrize("strategy", ["qei", "thompson"])
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in HEAVY else n
                                   for n in sorted(QEI_OPTIMIZERS)])
-def test_qei_batches_are_distinct_model_proposals_through_every_acquisition_optimizer(name):
+def test_qei_and_thompson_batches_are_distinct_model_proposals_through_every_acquisition_optimizer(name, strategy):
     """ask(3) under ``qei``: the 2nd and 3rd proposals come from 128 copies of the draws, each conditioned on its
     own outcomes and scored against its own incumbent ([S, 1]). An optimizer that took the incumbents as one
     number, or dropped the per-copy targets, would fail here or repeat the 1st proposal (replaced by a random
-    point, "random:duplicate")."""
+    point, "random:duplicate"). Under ``thompson`` they come from a posterior of one draw: an optimizer that
+    assumed more (the MIP's forest subset, the grid's or message passing's batched draws) would fail here. On the
+    treed run the third draw's proposal repeats a pending point (x = 0, a leaf whose noise keeps its variance up
+    after conditioning): without the loop's fallback to the believer's proposal it is a random point."""
     objective, space, surrogate, settings = _problem(name)
-    opt = minimize(objective, space, surrogate, budget=N_INIT, seed=SEED, n_init=N_INIT, batch_strategy="qei",
+    opt = minimize(objective, space, surrogate, budget=N_INIT, seed=SEED, n_init=N_INIT, batch_strategy=strategy,
                    **settings).optimizer
     batch = opt.ask(3)
     assert len({json.dumps(space.encode(c).tolist()) for c in batch}) == 3
@@ -212,6 +216,71 @@ def test_qei_fantasies_are_each_draws_own_joint_outcomes_and_lower_each_incumben
     assert np.corrcoef(z, z2)[0, 1] > 0.9
     np.testing.assert_allclose(best, np.minimum(y.min(), outcomes.min(axis=1)), rtol=1e-12)
     assert np.any(best < y.min()) and np.any(best == y.min())
+
+
+class _IndexedDraws:
+    """A posterior stand-in of 2 chains x 8 draws whose `draw(i)` is a one-draw posterior that remembers i."""
+
+    num_chains, num_samples = 2, 8
+
+    def __init__(self, index=None):
+        self.index = index
+
+    def draw(self, index):
+        return _IndexedDraws(index)
+
+    def predict(self, X):
+        return np.zeros((1, len(X))), np.ones((1, len(X)))
+
+    def conditioned_on(self, X, y):
+        return self
+
+
+def test_thompson_proposals_optimize_one_uniformly_picked_draw_conditioned_on_its_own_mean(flat2):
+    """``thompson`` with points pending: the acquisition's posterior is one draw, `Posterior.draw(k)`, conditioned
+    on that draw's own mean at the pending points, k picked uniformly.
+    - `draw(i)` predicts what draw i of the whole posterior predicts (chain-major order, to 1e-12); swapping chain
+      and draw indices fails it on the off-diagonal draws;
+    - over 3200 picks from the 16 draws the chi-square statistic (15 degrees of freedom: mean 15, sd sqrt(30) =
+      5.5) is below 15 + 5 sd = 42.4; picking within one chain only gives about 3200, always one draw 48000;
+    - the pending points' variance falls (at the corner (0.05, 0.95) below a tenth) and the incumbent is the best
+      of y and the conditioned draw's means there (the stand-in's means 0 against y >= 1: left at min y, a draw
+      that believes a pending point beats it proposes that point again);
+    - nothing pending: the whole posterior and min y, as every strategy."""
+    from optim.batch import with_pending
+
+    opt = BayesOpt(flat2, "gp", seed=2, n_init=6, **FAST)
+    for c in opt.ask(6):
+        opt.tell(c, objectives.bowl(c))
+    opt.ask()  # fits the posterior on the 6 points
+    post = opt.posterior
+    X = flat2.encode([h["config"] for h in opt.history])
+    y = np.array([h["value"] for h in opt.history])
+    Xq, pending = np.array([[0.2, 0.7], [0.9, 0.1]]), np.array([[0.5, 0.5], [0.05, 0.95]])
+    mean, var = post.predict(Xq)
+    for i in (0, 5, 9, 15):
+        one = post.draw(i)
+        assert (one.num_chains, one.num_samples) == (1, 1)
+        np.testing.assert_allclose(np.vstack(one.predict(Xq)), np.vstack([mean[i:i + 1], var[i:i + 1]]), rtol=1e-12)
+    with pytest.raises(ValueError, match="index"):
+        post.draw(16)
+
+    conditioned, best = with_pending("thompson", post, X, y, pending, np.random.default_rng(7))
+    k = int(np.random.default_rng(7).integers(16))
+    own_mean = post.draw(k).predict(pending)[0][0]
+    expected = post.draw(k).conditioned_on(np.vstack([X, pending]), np.concatenate([y, own_mean]))
+    np.testing.assert_allclose(np.vstack(conditioned.predict(Xq)), np.vstack(expected.predict(Xq)), rtol=1e-12)
+    before, after = post.draw(k).predict(pending)[1][0], conditioned.predict(pending)[1][0]
+    assert best == min(y.min(), expected.predict(pending)[0].min()) and np.all(after < before) and after[1] < 0.1 * before[1]
+    assert with_pending("thompson", post, X, y, np.zeros((0, 2)))[0] is post
+
+    picks = [with_pending("thompson", _IndexedDraws(), X, y, pending, np.random.default_rng(s))[0].index
+             for s in range(3200)]
+    counts = np.bincount(picks, minlength=16)
+    assert with_pending("thompson", _IndexedDraws(), X, y + 1 - y.min(), pending, np.random.default_rng(0))[1] == 0.0
+    assert ((counts - 200.0) ** 2 / 200.0).sum() < 42.4, counts
+    with pytest.raises(ValueError, match="rng"):
+        with_pending("thompson", _IndexedDraws(), X, y, pending)
 
 
 def test_one_worker_on_an_executor_is_the_sequential_run_bit_for_bit(flat2):
