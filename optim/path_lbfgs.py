@@ -41,8 +41,13 @@ class LBFGSConfig:
     #: uniform, as `Space.sample` draws) instead of chosen by the acquisition; the point on that path still
     #: maximizes the acquisition there. 0 (the default) never explores
     explore_paths: float = 0.0
+    #: rows near the incumbent (optim.local_rows.mixed_local_rows), and the incumbent, added to the pool of the
+    #: incumbent's path, so that the starts can include small steps from the best point seen (0: the Sobol pool only)
+    n_local: int = 0
 
     def __post_init__(self):
+        if isinstance(self.n_local, bool) or not isinstance(self.n_local, (int, np.integer)) or self.n_local < 0:
+            raise ValueError(f"n_local must be an integer >= 0, got {self.n_local!r}")
         if self.max_paths is not None and (not isinstance(self.max_paths, int) or self.max_paths < 1):
             raise ValueError(f"max_paths must be a positive integer or None, got {self.max_paths!r}")
         if isinstance(self.explore_paths, bool) or not isinstance(self.explore_paths, (int, float)) \
@@ -85,16 +90,18 @@ def free_columns(space: Space, path: Path) -> np.ndarray:
     return free
 
 
-def optimize_path(acqf, space: Space, path: Path, rng: np.random.Generator, config: LBFGSConfig):
-    """Best encoded row and its value on one path."""
-    return optimize_region(acqf, space, space.path_row(path), free_columns(space, path), rng, config)
+def optimize_path(acqf, space: Space, path: Path, rng: np.random.Generator, config: LBFGSConfig,
+                  extra: np.ndarray | None = None):
+    """Best encoded row and its value on one path (`extra`: encoded rows on it that join its Sobol pool)."""
+    return optimize_region(acqf, space, space.path_row(path), free_columns(space, path), rng, config, extra)
 
 
 def optimize_region(acqf, space: Space, base: np.ndarray, free: np.ndarray, rng: np.random.Generator,
-                    config: LBFGSConfig):
+                    config: LBFGSConfig, extra: np.ndarray | None = None):
     """Best encoded row and its value when only the `free` columns [D] of the row `base` move (a path's
     parameters, one vertex's, the shared parameters of a path): numeric ones by multi-start L-BFGS-B
-    from a Sobol pool, categorical ones enumerated or alternated."""
+    from a Sobol pool, categorical ones enumerated or alternated. `extra` rows (on the same path) join the pool
+    of the categorical assignment they hold, or every pool when categories alternate."""
     num = np.flatnonzero(free & (space.kinds != CATEGORICAL))
     cat = np.flatnonzero(free & (space.kinds == CATEGORICAL)).astype(np.int64)
     dim = len(num) + len(cat)
@@ -109,6 +116,9 @@ def optimize_region(acqf, space: Space, base: np.ndarray, free: np.ndarray, rng:
         if len(cat):
             pool[:, cat] = (np.array(assignment) if assignment is not None
                             else rng.integers(0, space.n_choices[cat], size=(config.n_raw, len(cat))))
+        if extra is not None and len(extra):
+            held = extra if assignment is None else extra[np.all(extra[:, cat] == np.array(assignment), axis=1)]
+            pool = np.vstack([pool, held])
         v = acqf.scores(pool, batch=config.n_raw, dim=dim)  # values only, one call for the whole pool
         starts = pool[np.argsort(-v)[: config.n_restarts]]
         X = lbfgs_polish(acqf, starts, num, config.maxiter, dim)
@@ -163,6 +173,15 @@ def optimize_acquisition(acqf, space: Space, rng: np.random.Generator, config: L
         x, value = optimize_path(on_path(acqf, k), space, space.paths[k], rng, config)
         return x, value, k
     paths = screen_paths(acqf, space, rng, config)
-    results = [optimize_path(on_path(acqf, k), space, space.paths[k], rng, config) for k in paths]
+    home, near = None, None
+    if config.n_local:  # the incumbent's path is searched, its pool joined by the incumbent and rows near it
+        from optim.local_rows import mixed_local_rows
+
+        incumbent = acqf.incumbent
+        home = int(space.path_index(incumbent[None])[0])
+        near = np.vstack([incumbent[None], mixed_local_rows(space, incumbent, config.n_local, rng)])
+        paths = sorted(set(paths) | {home})
+    results = [optimize_path(on_path(acqf, k), space, space.paths[k], rng, config, near if k == home else None)
+               for k in paths]
     i = int(np.argmax([v for _, v in results]))
     return results[i][0], results[i][1], paths[i]

@@ -97,7 +97,8 @@ def test_a_many_path_space_is_screened_and_still_finds_the_best_path(monkeypatch
     acq = QuadraticAcq(target, weights, lambda X: 1.0 * np.all(X[:, cols] == idx, axis=1))
     searched = []
     full_search = path_lbfgs.optimize_path
-    monkeypatch.setattr(path_lbfgs, "optimize_path", lambda a, s, p, r, c: searched.append(p.index) or full_search(a, s, p, r, c))
+    monkeypatch.setattr(path_lbfgs, "optimize_path",
+                        lambda a, s, p, r, c, e=None: searched.append(p.index) or full_search(a, s, p, r, c, e))
     x, v, path = optimize_acquisition(acq, space, np.random.default_rng(4), LBFGSConfig(n_raw=64, n_restarts=4,
                                                                                          max_paths=max_paths))
     assert path == 11 and space.active_path(space.decode(x)).index == 11
@@ -127,3 +128,51 @@ def test_explore_paths_draws_a_random_path_at_its_rate_and_maximizes_the_acquisi
 def test_explore_paths_must_be_a_probability(bad):
     with pytest.raises(ValueError, match="explore_paths"):
         LBFGSConfig(explore_paths=bad)
+
+
+class SpikeAcq:
+    """On Jenatton small: a broad bump of height 0.5 on path 0 (sd 0.3 around (r8, x4) = (0.5, 0.5)) and a spike of
+    height 1 on path 3 (sd 0.004 around (r9, x7) = (0.8, 0.3)), with the incumbent 0.004 from the spike's centre.
+    Exact gradients; NumPy only."""
+
+    def __init__(self, space):
+        self.space = space
+        col = space.col
+        self.parts = [  # (height, sd, decisions, columns, centre)
+            (0.5, 0.3, {col["x1"]: 0, col["x2"]: 0}, [col["r8"], col["x4"]], np.array([0.5, 0.5])),
+            (1.0, 0.004, {col["x1"]: 1, col["x3"]: 1}, [col["r9"], col["x7"]], np.array([0.8, 0.3]))]
+        self.incumbent = space.fill_row()
+        self.incumbent[[col["x1"], col["x3"]]] = 1
+        self.incumbent[[col["r9"], col["x7"]]] = [0.8028, 0.2972]
+
+    def __call__(self, X, dim=None):
+        X = np.atleast_2d(X)
+        v, g = np.zeros(len(X)), np.zeros_like(X)
+        for height, sd, decisions, cols, centre in self.parts:
+            on = np.all([X[:, j] == d for j, d in decisions.items()], axis=0)
+            diff = X[:, cols] - centre
+            bump = on * height * np.exp(-0.5 * np.sum(diff ** 2, 1) / sd ** 2)
+            v, g[:, cols] = v + bump, g[:, cols] - bump[:, None] * diff / sd ** 2
+        return v, g
+
+    def values(self, X, dim=None):
+        return self(X)[0]
+
+    def scores(self, X, batch=1024, dim=None):
+        return self(X)[0]
+
+
+def test_rows_near_the_incumbent_join_its_paths_pool_and_find_a_spike_the_sobol_pool_misses():
+    """A 64-point Sobol pool per path lands within 2.5 sd of the spike with probability about 64 pi 0.01^2 = 0.02,
+    and L-BFGS-B from elsewhere sees no gradient: without `n_local` the search returns the bump (0.5). With the
+    incumbent and 8 rows near it in path 3's pool, it returns the spike's top (1.0)."""
+    space = jenatton_small().space
+    acq = SpikeAcq(space)
+    x, v, path = optimize_acquisition(acq, space, np.random.default_rng(0), CONFIG)
+    assert path == 0 and v == pytest.approx(0.5, abs=1e-6)
+    x, v, path = optimize_acquisition(acq, space, np.random.default_rng(0),
+                                      LBFGSConfig(n_raw=64, n_restarts=4, maxiter=50, n_local=8))
+    assert path == 3 and v == pytest.approx(1.0, abs=1e-6)
+    assert np.allclose(x[[space.col["r9"], space.col["x7"]]], [0.8, 0.3], atol=1e-4)
+    with pytest.raises(ValueError, match="n_local"):
+        LBFGSConfig(n_local=-1)

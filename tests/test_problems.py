@@ -191,6 +191,13 @@ def test_initial_design_options_and_method_specs():
     from optim.bench.runner import EXPLORE_PATHS, explore_paths
     assert split_method("addtree/yeo-johnson+explore") == ("addtree", None, "yeo-johnson", False)
     assert explore_paths("addtree/yeo-johnson+explore") == EXPLORE_PATHS > 0 and explore_paths("gp+q4") == 0.0
+    from optim.bench.runner import method_settings
+    from optim.path_lbfgs import LBFGSConfig
+    space = get_problem("jenatton_small").space
+    assert method_settings("addtree/yeo-johnson+pathnear64", space)[2]["optimizer"] == LBFGSConfig(n_local=64)
+    assert method_settings("gp+explore+pathnear8", space)[2]["optimizer"] == LBFGSConfig(explore_paths=EXPLORE_PATHS,
+                                                                                          n_local=8)
+    assert mip_options("addtree+pathnear64") == {} and "optimizer" not in method_settings("addtree", space)[2]
 
 
 def test_mixed_problems_of_the_bark_paper():

@@ -105,7 +105,8 @@ def split_method(method: str) -> tuple[str, str | None, str | None, bool]:
         if flag not in ("deterministic", "explore") and not _is_batch_flag(flag) and not _is_optimizer_flag(flag):
             raise ValueError(f"unknown method option {flag!r} in {method!r}; the options are '+deterministic', "
                              f"'+qN' (synchronous batches of N), {_STRATEGY_FLAGS} (the batch strategy), "
-                             "'+explore' (epsilon-greedy paths, see explore_paths), '+scipT', '+forestsK', '+startsK' and "
+                             "'+explore' (epsilon-greedy paths, see explore_paths), '+pathnearN' (L-BFGS-B: the "
+                             "incumbent and N rows near it in its path's pool), '+scipT', '+forestsK', '+startsK' and "
                              "'+nearN' (BARK's MIP: T seconds of SCIP, K forests in the MIP, K pool points polished, N "
                              "rows near the incumbent in the pool; see mip_options), '+polishK', "
                              "'+hybrids0' / '+hybrids1', '+localN', '+fineE' (message passing: K candidates polished by "
@@ -130,6 +131,8 @@ def _is_batch_flag(flag: str) -> bool:
 #: MessagePassingConfig(local_scales=(0.01, 0.1)) (the local rows' step sd log-uniform from 10^-2 to 0.1)
 MIP_FLAGS = {"scip": ("time_limit", float, 1), "forests": ("forests", int, 1), "starts": ("n_starts", int, 1),
              "near": ("n_local", int, 0)}
+#: '+pathnear64' -> LBFGSConfig(n_local=64): the incumbent and 64 rows near it in the pool of its path (L-BFGS-B)
+LBFGS_FLAGS = {"pathnear": ("n_local", int, 0)}
 MESSAGE_PASSING_FLAGS = {"polish": ("n_polish", int, 0), "hybrids": ("hybrids", lambda v: bool(int(v)), 0),
                          "local": ("n_local", int, 0), "fine": ("local_scales", lambda v: (10.0 ** -int(v), 0.1), 2)}
 
@@ -158,7 +161,8 @@ def _flag_setting(flag: str, flags: dict) -> tuple | None:
 
 
 def _is_optimizer_flag(flag: str) -> bool:
-    return any(_flag_setting(flag, flags) is not None for flags in (MIP_FLAGS, MESSAGE_PASSING_FLAGS, SAMPLER_FLAGS))
+    return any(_flag_setting(flag, flags) is not None
+               for flags in (MIP_FLAGS, MESSAGE_PASSING_FLAGS, SAMPLER_FLAGS, LBFGS_FLAGS))
 
 
 def _options(method: str, flags: dict) -> dict:
@@ -251,9 +255,10 @@ def method_settings(method: str, space, design: str = "sobol", chain_workers: in
         from optim.loop import SamplerSettings
         settings["sampler"] = dataclasses.replace(SamplerSettings.for_surrogate(surrogate), **sampler)
     epsilon, forest, passing = explore_paths(method), forest_search_config(method), message_passing_options(method)
-    if epsilon:
+    lbfgs = _options(method, LBFGS_FLAGS)
+    if epsilon or lbfgs:
         from optim.path_lbfgs import LBFGSConfig
-        settings["optimizer"] = LBFGSConfig(explore_paths=epsilon)
+        settings["optimizer"] = LBFGSConfig(explore_paths=epsilon, **lbfgs)
     if forest is not None:
         settings["optimizer"] = forest
     if passing:
