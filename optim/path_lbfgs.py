@@ -42,7 +42,9 @@ class LBFGSConfig:
     #: maximizes the acquisition there. 0 (the default) never explores
     explore_paths: float = 0.0
     #: rows near the incumbent (optim.local_rows.mixed_local_rows), and the incumbent, added to the pool of the
-    #: incumbent's path, so that the starts can include small steps from the best point seen (0: the Sobol pool only)
+    #: incumbent's path, so that the starts can include small steps from the best point seen (0: the Sobol pool only;
+    #: the "lbfgs" optimizer's alone). Tried on Jenatton's functions: no gain (BENCHMARKS.md, "Rows near the incumbent
+    #: in the path-wise search")
     n_local: int = 0
 
     def __post_init__(self):
