@@ -283,6 +283,45 @@ def test_thompson_proposals_optimize_one_uniformly_picked_draw_conditioned_on_it
         with_pending("thompson", _IndexedDraws(), X, y, pending)
 
 
+def test_a_thompson_draw_that_repeats_a_pending_point_gives_way_to_the_believers_proposal(flat2):
+    """An optimizer that, given a one-draw posterior, returns the pending point (what one noisy draw can do): the
+    loop takes the believer's proposal (all draws) instead of a random point, and records the fallback. Without
+    the fallback the second proposal is "random:duplicate"."""
+    from dataclasses import dataclass
+
+    from optim.path_lbfgs import optimize_acquisition
+    from optim.registry import OPTIMIZERS, register_optimizer
+
+    @dataclass(frozen=True)
+    class Stubborn:
+        pass
+
+    def stubborn(acqf, space, rng, config):
+        post = acqf.posterior
+        if post.num_chains * post.num_samples == 1:  # thompson's draw: the point in flight (last row of its data)
+            x = np.asarray(post.X)[-1]
+            return x, float(acqf.values(x[None])[0]), {"optimizer": "stubborn"}
+        x, value, _ = optimize_acquisition(acqf, space, rng, FAST_OPTIMIZER)
+        return x, value, {"optimizer": "lbfgs"}
+
+    register_optimizer("stubborn", stubborn, Stubborn)
+    try:
+        opt = BayesOpt(flat2, "gp", seed=2, n_init=6, batch_strategy="thompson", sampler=FAST_SAMPLER,
+                       optimizer=Stubborn())
+        for c in opt.ask(6):
+            opt.tell(c, objectives.bowl(c))
+        first, second = opt.ask(2)
+    finally:
+        OPTIMIZERS.pop("stubborn")
+    assert first != second
+    for c in (first, second):
+        opt.tell(c, objectives.bowl(c))
+    records = opt.history[6:]
+    assert [h["source"] for h in records] == ["bo", "bo"]
+    assert "thompson_fallback" not in records[0] and "thompson_fallback" in records[1]
+    assert records[1]["optimizer_info"] == {"optimizer": "lbfgs"}
+
+
 def test_one_worker_on_an_executor_is_the_sequential_run_bit_for_bit(flat2):
     sequential = minimize(objectives.bowl, flat2, "gp", budget=7, seed=1, n_init=4, **FAST)
     with cf.ThreadPoolExecutor(1) as pool:
