@@ -385,19 +385,21 @@ class BayesOpt:
             acqf = AcquisitionFunction(posterior, self.acquisition, best=best, t=step - self.n_init + 1)
             rng = np.random.default_rng(derive_seed(self.seed, step, Stream.OPTIMIZER))
             x, value, extra = self.optimizer_entry.optimize(acqf, self.space, rng, self.optimizer)
-            duplicate = x is not None and bool(np.any(np.all(np.abs(seen - np.asarray(x)) < 1e-12, axis=1)))
-            return acqf, x, value, extra, duplicate
+            config = self.space.decode(x) if x is not None and np.isfinite(value) else None
+            duplicate = config is not None and bool(
+                np.any(np.all(np.abs(seen - self.space.encode(config)) < 1e-12, axis=1)))
+            return acqf, config, value, extra, duplicate
 
-        acqf, x, value, extra, duplicate = propose(self.batch_strategy)
+        acqf, config, value, extra, duplicate = propose(self.batch_strategy)
         fallback = self.batch_strategy == "thompson" and duplicate
         if fallback:  # one draw may still favour a pending point (a noisy leaf): the whole posterior's proposal
-            acqf, x, value, extra, duplicate = propose("believer")
-        if x is None or not np.isfinite(value):  # every candidate's acquisition failed numerically
+            acqf, config, value, extra, duplicate = propose("believer")
+        if config is None:  # every candidate's acquisition failed numerically
             config, source = self._random(step), "random:acquisition_failed"
+        elif duplicate:
+            config, source = self._random(step), "random:duplicate"
         else:
-            config, source = self.space.decode(x), "bo"
-            if duplicate or np.any(np.all(np.abs(seen - self.space.encode(config)) < 1e-12, axis=1)):
-                config, source = self._random(step), "random:duplicate"
+            source = "bo"
         info = {"fit_seconds": t1 - t0, "acq_seconds": time.perf_counter() - t1, "acq_value": float(value),
                 **({"conditioned": True} if conditioned else {}),  # no MCMC: the last draws, given the new data
                 **({"thompson_fallback": "the draw's proposal repeated a point: the believer's"} if fallback else {}),
