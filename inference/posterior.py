@@ -70,14 +70,19 @@ class Posterior:
         mean, var = self.surrogate.predict(self.flat_samples(), self.data, Xq)  # compiled
         return np.asarray(mean), np.asarray(var)
 
-    def conditioned_on(self, X, y) -> "Posterior":
+    def conditioned_on(self, X, y, keep_scale: bool = False) -> "Posterior":
         """The same draws with the data replaced by (X, y): predictions then condition on every point, but
         the hyperparameters and structure are still those drawn given the earlier data. What a BO loop uses
         between MCMC refits (`SamplerSettings.refit_every`, `refit_growth`).
 
         `y` is [n], or [C*S, n] with one row per draw (in `flat_samples` order): each draw then conditions on its
         own values, as per-draw fantasies at pending points do (optim.batch's ``qei``). The posterior's `y` is then
-        the mean over draws (what `AcquisitionFunction.incumbent` reads), its `data.y` the standardized rows."""
+        the mean over draws (what `AcquisitionFunction.incumbent` reads), its `data.y` the standardized rows.
+
+        `keep_scale`: standardize (X, y) by this posterior's own y_mean and y_std, the scale its draws were fitted
+        on, so that each draw's amplitude and noise keep their size in the user's units and the result is that
+        draw's exact GP posterior given the new rows. Without it the new rows are standardized afresh, as a refit
+        would."""
         from zoo.data import bucket_size, make_data
 
         X = np.asarray(X, dtype=np.float64)
@@ -87,7 +92,8 @@ class Posterior:
                              f"got {y.shape[0]}")
         y = y if y.ndim == 2 else y.reshape(-1)
         data = make_data(X, y, size=bucket_size(X.shape[0], steps=self.surrogate.bucket_steps),
-                         fill_row=self.surrogate.space.fill_row())
+                         fill_row=self.surrogate.space.fill_row(),
+                         scale=(self.data.y_mean, self.data.y_std) if keep_scale else None)
         return Posterior(self.surrogate, data, X, y.mean(axis=0) if y.ndim == 2 else y, self.samples, self.stats,
                          self.move_stats, self.last_state)
 

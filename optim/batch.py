@@ -40,6 +40,13 @@ proposal goes elsewhere; the hyperparameters and structure stay the draws fitted
   model (Kandasamy et al. 2018 draw a whole function per worker; this draws the hyperparameters and keeps the
   acquisition). Costs no more than ``believer``: one draw instead of all.
 
+Every strategy conditions on the fit's own standardization of y (`conditioned_on(..., keep_scale=True)`): the
+draws' amplitudes and noise were fitted on that scale, so each conditioned draw is that draw's exact GP posterior
+given the fantasies, and a draw conditioned on its own means keeps its mean everywhere. Until 2026-12-05 the
+fantasies were standardized afresh with the data, as a refit would: fantasies near the incumbent (an extreme
+value) then widened y's sd, by 18% on a Hartmann-6 fit at n = 30 with 3 pending points, and every draw's
+predictive sd with it (BENCHMARKS.md, "The fit's scale for the fantasies").
+
 All of them reduce to sequential BO when nothing is pending. BENCHMARKS.md ("Parallel evaluation") compares them.
 """
 
@@ -93,12 +100,13 @@ def with_pending(strategy: str, posterior, X: np.ndarray, y: np.ndarray, X_pendi
             raise ValueError("the 'thompson' batch strategy picks a posterior draw: pass rng")
         posterior = posterior.draw(int(rng.integers(posterior.num_chains * posterior.num_samples)))
         fantasies = fantasy_values("believer", posterior, X_pending, y)
-        conditioned = posterior.conditioned_on(np.vstack([X, X_pending]), np.concatenate([y, fantasies]))
+        conditioned = posterior.conditioned_on(np.vstack([X, X_pending]), np.concatenate([y, fantasies]),
+                                               keep_scale=True)
         return conditioned, min(best, float(np.min(conditioned.predict(X_pending)[0])))
     fantasies = fantasy_values(strategy, posterior, X_pending, y, rng)
     if strategy == "fantasy":
         best = min(best, float(np.min(fantasies)))
-    return posterior.conditioned_on(np.vstack([X, X_pending]), np.concatenate([y, fantasies])), best
+    return posterior.conditioned_on(np.vstack([X, X_pending]), np.concatenate([y, fantasies]), keep_scale=True), best
 
 
 def per_draw_fantasies(posterior, X: np.ndarray, y: np.ndarray, X_pending: np.ndarray, rng: np.random.Generator,
@@ -109,11 +117,11 @@ def per_draw_fantasies(posterior, X: np.ndarray, y: np.ndarray, X_pending: np.nd
     post = posterior.repeated(per_draw)
     draws = post.num_chains * post.num_samples
     rows, values = np.asarray(X, dtype=np.float64), np.tile(np.asarray(y, dtype=np.float64), (draws, 1))
-    current = post.conditioned_on(rows, np.asarray(y, dtype=np.float64))
+    current = post.conditioned_on(rows, np.asarray(y, dtype=np.float64), keep_scale=True)
     for x in np.asarray(X_pending, dtype=np.float64):
         mean, var = current.predict(x[None, :])
         outcome = mean[:, 0] + np.sqrt(np.maximum(var[:, 0], 0.0)) * rng.standard_normal(draws)
         rows, values = np.vstack([rows, x]), np.column_stack([values, outcome])
-        current = post.conditioned_on(rows, values)
+        current = post.conditioned_on(rows, values, keep_scale=True)
     best = np.minimum(float(np.min(y)), values[:, len(y):].min(axis=1))
     return current, best

@@ -200,6 +200,27 @@ def test_the_log_tail_transform_keeps_the_better_half_and_pulls_in_the_worse():
     np.testing.assert_allclose(transform_outputs(y - 50.0, "log-tail"), z - 50.0, rtol=0, atol=1e-9)
 
 
+def test_the_copula_transform_gives_normal_scores_of_the_ranks():
+    """"copula": Phi^-1((rank - 1/2) / n), ties at their mean rank. Only the order matters: any increasing map of
+    y (here exp and an affine map) gives the same values, and the best values 1e-6 apart are spread as far as any
+    two neighbours in rank, where the values themselves are not."""
+    from scipy import stats
+
+    from optim.transforms import transform_outputs
+
+    y = np.random.default_rng(2).normal(size=30)
+    y[:2] = y.min() - np.array([1e-6, 2e-6])  # the two best, 1e-6 apart
+    z = transform_outputs(y, "copula")
+    np.testing.assert_allclose(np.sort(z), stats.norm.ppf((np.arange(1, 31) - 0.5) / 30), rtol=0, atol=1e-12)
+    assert np.all(np.diff(z[np.argsort(y)]) > 0)
+    np.testing.assert_array_equal(transform_outputs(np.exp(y), "copula"), z)
+    np.testing.assert_array_equal(transform_outputs(3.0 * y - 7.0, "copula"), z)
+    assert z[0] - z[1] == pytest.approx(stats.norm.ppf(1.5 / 30) - stats.norm.ppf(0.5 / 30))
+    np.testing.assert_allclose(transform_outputs(np.array([2.0, 1.0, 2.0]), "copula"),
+                               stats.norm.ppf([2.0 / 3, 0.5 / 3, 2.0 / 3]))  # ranks 2.5, 1, 2.5
+    np.testing.assert_array_equal(transform_outputs(np.array([4.0]), "copula"), [0.0])
+
+
 def test_the_design_fitted_transform_is_fitted_on_the_initial_design(flat2):
     from optim.transforms import transform_outputs
 

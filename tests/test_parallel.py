@@ -125,7 +125,7 @@ class _TwoDraws:
     def predict(self, X):
         return np.array([[0.0], [4.0]]), np.array([[1.0], [1.0]])
 
-    def conditioned_on(self, X, y):
+    def conditioned_on(self, X, y, keep_scale=False):
         return self
 
 
@@ -232,7 +232,7 @@ class _IndexedDraws:
     def predict(self, X):
         return np.zeros((1, len(X))), np.ones((1, len(X)))
 
-    def conditioned_on(self, X, y):
+    def conditioned_on(self, X, y, keep_scale=False):
         return self
 
 
@@ -268,7 +268,7 @@ def test_thompson_proposals_optimize_one_uniformly_picked_draw_conditioned_on_it
     conditioned, best = with_pending("thompson", post, X, y, pending, np.random.default_rng(7))
     k = int(np.random.default_rng(7).integers(16))
     own_mean = post.draw(k).predict(pending)[0][0]
-    expected = post.draw(k).conditioned_on(np.vstack([X, pending]), np.concatenate([y, own_mean]))
+    expected = post.draw(k).conditioned_on(np.vstack([X, pending]), np.concatenate([y, own_mean]), keep_scale=True)
     np.testing.assert_allclose(np.vstack(conditioned.predict(Xq)), np.vstack(expected.predict(Xq)), rtol=1e-12)
     before, after = post.draw(k).predict(pending)[1][0], conditioned.predict(pending)[1][0]
     assert best == min(y.min(), expected.predict(pending)[0].min()) and np.all(after < before) and after[1] < 0.1 * before[1]
@@ -281,6 +281,36 @@ def test_thompson_proposals_optimize_one_uniformly_picked_draw_conditioned_on_it
     assert ((counts - 200.0) ** 2 / 200.0).sum() < 42.4, counts
     with pytest.raises(ValueError, match="rng"):
         with_pending("thompson", _IndexedDraws(), X, y, pending)
+
+
+def test_conditioning_on_the_fits_scale_is_each_draws_exact_update(flat2):
+    """`conditioned_on(..., keep_scale=True)` standardizes by the fit's y_mean and y_std, the scale its draws were
+    fitted on: one draw conditioned on its own means at new rows keeps its mean everywhere (the GP update adds
+    k(x, x_p) times y_p - mu(x_p), here 0; to 1e-9 in user units) and its variance falls at those rows. Standardized
+    afresh (the default, as a refit would) the new values move y's mean and sd, and with them the draw's mean
+    elsewhere: by more than 1e-3 here (about 0.01 on this run), so the check fails without `keep_scale`. Per-draw
+    rows ([S, n], ``qei``) keep the fit's scale too."""
+    opt = BayesOpt(flat2, "gp", seed=2, n_init=6, **FAST)
+    for c in opt.ask(6):
+        opt.tell(c, objectives.bowl(c))
+    opt.ask()
+    post = opt.posterior
+    X = flat2.encode([h["config"] for h in opt.history])
+    y = np.array([h["value"] for h in opt.history])
+    Xq, new = np.array([[0.2, 0.7], [0.9, 0.1], [0.5, 0.5]]), np.array([[0.02, 0.03], [0.97, 0.98]])
+    one = post.draw(3)
+    own = one.predict(new)[0][0]
+    rows, values = np.vstack([X, new]), np.concatenate([y, own])
+    kept = one.conditioned_on(rows, values, keep_scale=True)
+    assert (kept.data.y_mean, kept.data.y_std) == (post.data.y_mean, post.data.y_std)
+    np.testing.assert_allclose(kept.predict(Xq)[0], one.predict(Xq)[0], rtol=0, atol=1e-9)
+    assert np.all(kept.predict(new)[1] < one.predict(new)[1])
+    afresh = one.conditioned_on(rows, values)
+    assert np.max(np.abs(afresh.predict(Xq)[0] - one.predict(Xq)[0])) > 1e-3
+    per_draw = post.conditioned_on(rows, np.tile(values, (16, 1)), keep_scale=True)
+    assert (per_draw.data.y_mean, per_draw.data.y_std) == (post.data.y_mean, post.data.y_std)
+    np.testing.assert_allclose(per_draw.predict(Xq)[0], post.conditioned_on(rows, values, keep_scale=True).predict(Xq)[0],
+                               rtol=0, atol=1e-12)
 
 
 def test_a_thompson_draw_that_repeats_a_pending_point_gives_way_to_the_believers_proposal(flat2):

@@ -32,13 +32,15 @@ def bucket_size(n: int, min_size: int = 32, steps: tuple = (1.0,)) -> int:
         size *= 2
 
 
-def make_data(X, y, size: int | None = None, fill_row=None, standardize: bool = True) -> Data:
+def make_data(X, y, size: int | None = None, fill_row=None, standardize: bool = True,
+              scale: tuple[float, float] | None = None) -> Data:
     """Standardize y and pad (X, y) to `size` rows (default: its bucket).
 
     Constant observations give y_std = 1 (documented: the model then sees all-zero targets).
     `standardize=False` keeps y as given (y_mean 0, y_std 1): y is then already on the models' scale,
     as in simulation-based calibration. A y of [S, n] (one row per posterior sample) is standardized by the mean
-    and standard deviation of its column means, every row alike.
+    and standard deviation of its column means, every row alike. `scale=(y_mean, y_std)` standardizes by those
+    instead (an earlier fit's, so that draws fitted on that scale keep their meaning).
     """
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
@@ -53,10 +55,15 @@ def make_data(X, y, size: int | None = None, fill_row=None, standardize: bool = 
     if size < n:
         raise ValueError(f"size {size} is smaller than the number of observations {n}")
     centre = y.mean(axis=0) if per_sample else y  # per-sample targets share the standardization of their mean
-    y_mean = float(np.mean(centre)) if n and standardize else 0.0
-    y_std = float(np.std(centre)) if n > 1 and standardize else 1.0
-    if not y_std > 1e-12 * max(1.0, abs(y_mean)):
-        y_std = 1.0
+    if scale is not None:
+        y_mean, y_std = float(scale[0]), float(scale[1])
+        if not (np.isfinite(y_mean) and np.isfinite(y_std) and y_std > 0):
+            raise ValueError(f"scale must be a finite (y_mean, y_std > 0), got {scale!r}")
+    else:
+        y_mean = float(np.mean(centre)) if n and standardize else 0.0
+        y_std = float(np.std(centre)) if n > 1 and standardize else 1.0
+        if not y_std > 1e-12 * max(1.0, abs(y_mean)):
+            y_std = 1.0
     fill = np.zeros(X.shape[1]) if fill_row is None else np.asarray(fill_row, dtype=np.float64)
     Xp = np.tile(fill, (size, 1))
     Xp[:n] = X
