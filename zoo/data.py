@@ -54,12 +54,12 @@ def make_data(X, y, size: int | None = None, fill_row=None, standardize: bool = 
     size = bucket_size(n) if size is None else size
     if size < n:
         raise ValueError(f"size {size} is smaller than the number of observations {n}")
-    centre = y.mean(axis=0) if per_sample else y  # per-sample targets share the standardization of their mean
     if scale is not None:
         y_mean, y_std = float(scale[0]), float(scale[1])
         if not (np.isfinite(y_mean) and np.isfinite(y_std) and y_std > 0):
             raise ValueError(f"scale must be a finite (y_mean, y_std > 0), got {scale!r}")
     else:
+        centre = y.mean(axis=0) if per_sample else y  # per-sample targets share the standardization of their mean
         y_mean = float(np.mean(centre)) if n and standardize else 0.0
         y_std = float(np.std(centre)) if n > 1 and standardize else 1.0
         if not y_std > 1e-12 * max(1.0, abs(y_mean)):
