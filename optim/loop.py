@@ -37,7 +37,7 @@ from optim.journal import write_journal_atomically
 from optim.parallel import SerialExecutor, as_executor, check_picklable, evaluate_concurrently
 from optim.registry import (NOISELESS, available, make_surrogate, optimizer_from_dict, optimizer_to_dict,
                             resolve_optimizer, surrogate_from_dict, surrogate_to_dict, with_added_options)
-from optim.transforms import check_output_transform, check_value_for, transform_outputs
+from optim.transforms import FIXED_TRANSFORMS, check_output_transform, check_value_for, transform_outputs
 from zoo.base import NoiselessForm, Surrogate, offers
 from zoo.space import Space
 
@@ -357,7 +357,11 @@ class BayesOpt:
             if not cold and not restarting and self.posterior is not None and (
                     self._since_fit + 1 < s.refit_every or len(obs) < (1.0 + s.refit_growth) * self._fit_n):
                 self._since_fit, conditioned = self._since_fit + 1, True
-                self.posterior = self.posterior.conditioned_on(X, y)
+                # a fixed transform keeps each value's place on the model's scale, so the draws are conditioned in
+                # the last fit's standardization: each draw's exact GP update. A refitted transform moves every
+                # value, and the new rows are standardized afresh, as a refit would
+                self.posterior = self.posterior.conditioned_on(
+                    X, y, keep_scale=self.output_transform in FIXED_TRANSFORMS)
             else:
                 self._since_fit, self._fit_n = 0, len(obs)
 

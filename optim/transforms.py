@@ -50,6 +50,10 @@ import numpy as np
 from scipy import stats
 
 OUTPUT_TRANSFORMS = ("none", "log", "yeo-johnson", "yeo-johnson-design", "log-tail", "copula")
+#: the transforms whose map from a value to the model's scale never changes as values arrive, so a value keeps its
+#: transformed value from one BO iteration to the next. The others are refitted on every call ("yeo-johnson-design"
+#: too: before its n_fit values, and where its power sends a new value to inf, it falls back to another map)
+FIXED_TRANSFORMS = ("none", "log")
 
 
 def check_output_transform(kind: str) -> str:

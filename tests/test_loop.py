@@ -266,20 +266,32 @@ def test_a_warm_start_whose_chains_freeze_is_refitted_from_a_cold_start(flat2):
 def test_refit_growth_runs_mcmc_once_the_data_have_grown_by_that_fraction(flat2):
     """refit_growth=0.5 from 4 observations: MCMC at n = 4 (the cold fit), 6 (>= 1.5 x 4) and 9 (>= 1.5 x 6); the
     asks at n = 5, 7, 8, 10 and 11 condition the last fit's draws on the new data (hyperparameters unchanged, the
-    data grown), and the history marks them."""
+    data grown), and the history marks them. Untransformed values keep their place on the model's scale, so a
+    conditioned ask standardizes by the last MCMC fit's y_mean and y_std (each draw's exact GP update), where the
+    grown data's own would differ; an MCMC fit standardizes afresh."""
     sampler = dataclasses.replace(FAST_SAMPLER, refit_growth=0.5)
     opt = BayesOpt(flat2, "gp", seed=2, n_init=4, sampler=sampler, optimizer=FAST_OPTIMIZER)
-    draws = []
+    draws, scales = [], []
     for _ in range(12):
         c = opt.ask()
         opt.tell(c, branin_like(c))
         if opt.posterior is not None:
             draws.append((len(opt.posterior.X), np.array(opt.posterior.samples["lengthscale"])))
+            scales.append((opt.posterior.data.y_mean, opt.posterior.data.y_std,
+                           np.mean(opt.posterior.y), np.std(opt.posterior.y)))
     conditioned = [h.get("conditioned", False) for h in opt.history[4:]]
     assert conditioned == [False, True, False, True, True, False, True, True]
     assert [n for n, _ in draws] == list(range(4, 12))
     for (n, ls), flag, (_, before) in zip(draws[1:], conditioned[1:], draws):
         assert np.array_equal(ls, before) == flag, n  # a conditioned ask keeps the draws, an MCMC fit moves them
+    fit_scale = None
+    for flag, (mean, std, data_mean, data_std) in zip(conditioned, scales):
+        if not flag:  # an MCMC fit: the standardization of its own data
+            np.testing.assert_allclose([mean, std], [data_mean, data_std], rtol=1e-12)
+            fit_scale = (mean, std)
+        else:  # conditioned: the last fit's, not that of its grown data (more than 1e-6 apart here)
+            assert (mean, std) == fit_scale
+            assert abs(std - data_std) > 1e-6 * data_std
     plain = _run(BayesOpt(flat2, "gp", seed=2, n_init=4, **FAST), branin_like, 8)
     assert not any("conditioned" in h for h in plain.history)  # the default (0) runs MCMC on every iteration
     assert [h["config"] for h in plain.history[:5]] == [h["config"] for h in opt.history[:5]]  # the first fit is the same
