@@ -82,7 +82,8 @@ class Posterior:
         `keep_scale`: standardize (X, y) by this posterior's own y_mean and y_std, the scale its draws were fitted
         on, so that each draw's amplitude and noise keep their size in the user's units and the result is that
         draw's exact GP posterior given the new rows. Without it the new rows are standardized afresh, as a refit
-        would."""
+        would. The BO loop keeps the scale for pending points, and between refits when its output transform is a
+        fixed map (optim.transforms.FIXED_TRANSFORMS)."""
         from zoo.data import bucket_size, make_data
 
         X = np.asarray(X, dtype=np.float64)

@@ -297,6 +297,18 @@ def test_refit_growth_runs_mcmc_once_the_data_have_grown_by_that_fraction(flat2)
     assert [h["config"] for h in plain.history[:5]] == [h["config"] for h in opt.history[:5]]  # the first fit is the same
 
 
+def test_between_refits_a_refitted_transform_standardizes_the_rows_afresh(flat2):
+    """Yeo-Johnson is refitted on every call, so every value moves on the model's scale between two asks: the fit's
+    standardization would no longer centre them, and a conditioned ask standardizes its rows afresh instead."""
+    sampler = dataclasses.replace(FAST_SAMPLER, refit_every=3)
+    opt = BayesOpt(flat2, "gp", seed=2, n_init=4, sampler=sampler, optimizer=FAST_OPTIMIZER,
+                   output_transform="yeo-johnson")
+    _run(opt, branin_like, 6)
+    assert [h.get("conditioned", False) for h in opt.history[4:]] == [False, True]
+    post = opt.posterior
+    np.testing.assert_allclose([post.data.y_mean, post.data.y_std], [np.mean(post.y), np.std(post.y)], rtol=1e-12)
+
+
 def test_cold_chains_every_kth_iteration_replace_a_warm_start_left_in_a_poor_mode(flat2):
     """restart_every=2: the fits of BO iterations 3, 5, ... (1 + 2k) also run two cold chains on the same data and
     keep the two of the four with the highest median log density, recorded in the history. A warm start moved onto
