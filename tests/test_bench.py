@@ -357,6 +357,23 @@ def test_render_regenerates_blocks_and_check_detects_drift(tmp_path):
     assert "| exp2d | random | 1 |" in report.render_block(f"regret {out.name} --at 3 --seeds 1", str(tmp_path))
 
 
+def test_a_table_counts_each_seed_once_across_files(tmp_path):
+    """The same cell in two files: a repeat value for value, or a shorter budget of the same run, counts once (the
+    longest run, in the first's place); two runs that differ are refused, naming the cell; failed runs pass."""
+    rec = lambda seed, values, status="ok": {"problem": "p", "method": "m", "seed": seed,  # noqa: E731
+                                             "values": values, "status": status}
+    short, long, nan = rec(0, [3.0, 2.0]), rec(0, [3.0, 2.0, 1.0]), rec(1, [float("nan"), 1.0])
+    kept = report.one_run_per_cell([short, nan, long, dict(nan), rec(2, [5.0], "error"), rec(2, [5.0], "error")])
+    assert kept[0] is long and kept[1] is nan and len(kept) == 4  # the failed runs are not cells of a table
+    with pytest.raises(report.ResultsFileError, match="two different runs of m on p, seed 0"):
+        report.one_run_per_cell([long, rec(0, [3.0, 2.5])])
+    for name, values in (("a.jsonl", [[4.0, 1.0], [2.0, 2.0]]), ("b.jsonl", [[4.0, 1.0]])):
+        (tmp_path / name).write_text("".join(json.dumps({**rec(s, v), "optimum": 0.0, "fit_seconds": [0, 0],
+                                                         "acq_seconds": [0, 0], "sources": ["init", "gp"],
+                                                         "seconds": 1.0}) + "\n" for s, v in enumerate(values)))
+    assert "| p | m | 2 |" in report.render_block("regret a.jsonl,b.jsonl --at 2", str(tmp_path))
+
+
 def test_benchmarks_document_matches_its_results():
     """BENCHMARKS.md's tables are exactly what its committed raw results regenerate."""
     from pathlib import Path

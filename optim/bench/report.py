@@ -51,6 +51,37 @@ def load_records(path) -> list[dict]:
     return records
 
 
+def _same_values(a, b) -> bool:
+    """Equal evaluation values, a NaN equal to a NaN (a failed evaluation recorded twice)."""
+    return len(a) == len(b) and all(x == y or (x != x and y != y) for x, y in zip(a, b))
+
+
+def one_run_per_cell(records) -> list[dict]:
+    """`records` with each (problem, method, seed) counted once, so that no table pools a seed twice: a run that
+    repeats another value for value, or that is the first evaluations of a longer run of the same cell (a smaller
+    budget of one seeded run), gives way to the longest, in the place of the first. Two runs of one cell that
+    differ (another code or host under the same label) raise a ResultsFileError: give one of them another label."""
+    out: list = []
+    where: dict = {}
+    for r in records:
+        if r.get("status") != "ok" or not {"problem", "method", "seed", "values"} <= r.keys():
+            out.append(r)
+            continue
+        key = (r["problem"], r["method"], r["seed"])
+        if key not in where:
+            where[key] = len(out)
+            out.append(r)
+            continue
+        first = out[where[key]]
+        short, long = sorted((first["values"], r["values"]), key=len)
+        if not _same_values(short, long[:len(short)]):
+            raise ResultsFileError(f"two different runs of {r['method']} on {r['problem']}, seed {r['seed']}, in one "
+                                   "table: a table counts each seed once; give one of them another method label")
+        if len(r["values"]) > len(first["values"]):
+            out[where[key]] = r
+    return out
+
+
 def best_so_far(values) -> np.ndarray:
     v = np.array([np.inf if (x is None or not np.isfinite(x)) else x for x in values], dtype=float)
     return np.minimum.accumulate(v)
@@ -641,6 +672,11 @@ def plot_regret(records, problem: str, path: str) -> str:
 _BLOCK = re.compile(r"(<!-- treezoo-bench: (?P<args>.*?) -->\n)(?P<body>.*?)(<!-- /treezoo-bench -->)", re.S)
 
 
+#: the kinds whose tables pool one run per seed of each (problem, method) from several files
+POOLED_RUN_KINDS = ("regret", "best", "hits", "wilcoxon", "periter", "mip", "f1", "match", "pathfinding", "cost",
+                    "family")
+
+
 def render_block(args: str, base_dir: str, load=load_records) -> str:
     """The text of one block: `regret FILES --at B..`, `best FILES --at B..`, `hits FILES --below L --at B..`,
     `wilcoxon FILES --reference M --at B`,
@@ -648,7 +684,8 @@ def render_block(args: str, base_dir: str, load=load_records) -> str:
     `match FILES --reference M --at B..`, `pathfinding FILES`, `cost FILES --reference M`,
     `family FILES --reference M --at B..`, `mipstudy FILES`, `recovery FILE`, `prediction FILE --reference M`;
     FILES is a comma-separated list of results files. `--problems P..` and `--methods M..` keep those records only;
-    `--seeds N` keeps seeds 0 to N-1 (methods compared on the seeds they all ran)."""
+    `--seeds N` keeps seeds 0 to N-1 (methods compared on the seeds they all ran). Tables of runs count each
+    (problem, method, seed) once, across all the files (`one_run_per_cell`)."""
     argv = shlex.split(args)
     kind, paths = argv[0], [os.path.join(base_dir, p) for p in argv[1].split(",")]
     opts = {}
@@ -669,6 +706,8 @@ def render_block(args: str, base_dir: str, load=load_records) -> str:
         data = [r for r in data if r.get("method") in opts["methods"]]
     if "seeds" in opts:
         data = [r for r in data if "seed" in r and int(r["seed"]) < int(opts["seeds"][0])]
+    if kind in POOLED_RUN_KINDS:
+        data = one_run_per_cell(data)
     if not data:
         raise FileNotFoundError(f"no results in {argv[1]}")
     if kind == "mip":
