@@ -22,7 +22,7 @@ import numpy as np
 from optim import mip
 from optim._scip_worker import start_objective
 from optim.bench.problems import get_problem
-from optim.loop import BayesOpt
+from optim.bench.runner import recorded_mips
 
 AT = (30, 40, 50, 60)
 
@@ -42,17 +42,7 @@ def main() -> None:
                         help="SCIP's time limit for the joint MIP of all forests, solved too for comparison")
     parser.add_argument("--out", default=None, help="append the JSON lines to this file too")
     args = parser.parse_args()
-    problem = get_problem(args.problem)
-    captured: dict = {}
-    hook = lambda p: captured.setdefault(p["n"], p) if p["n"] in AT else None  # noqa: E731
-    mip.PROBLEM_HOOKS.append(hook)
-    try:
-        opt = BayesOpt(problem.space, "bark", seed=args.seed, n_init=min(2 * problem.space.dim, 30))
-        while len(captured) < len(AT) and len(opt.history) <= max(AT):
-            config = opt.ask()
-            opt.tell(config, problem(config))
-    finally:
-        mip.PROBLEM_HOOKS.remove(hook)
+    captured = recorded_mips(get_problem(args.problem), args.seed, AT)
     for n, p in sorted(captured.items()):
         start = start_objective(p)
         bounds, statuses = [], []

@@ -874,6 +874,25 @@ def cmd_bark_updates(args) -> int:
     return 0
 
 
+def recorded_mips(problem, seed: int, at, n_init: int | None = None) -> dict:
+    """{n: the acquisition MIP a BARK BO run (default settings, `n_init` or min(2D, 30) initial points) hands to
+    SCIP when it has n observations}, for each n in `at` the run reaches by evaluation max(at) + 1."""
+    from optim import mip
+    from optim.loop import BayesOpt
+
+    captured: dict[int, dict] = {}
+    hook = lambda p: captured.setdefault(p["n"], p) if p["n"] in at else None  # noqa: E731
+    mip.PROBLEM_HOOKS.append(hook)
+    try:
+        opt = BayesOpt(problem.space, "bark", seed=seed, n_init=n_init or min(2 * problem.space.dim, 30))
+        while len(opt.history) < max(at) + 1 and len(captured) < len(at):
+            config = opt.ask()
+            opt.tell(config, problem(config))
+    finally:
+        mip.PROBLEM_HOOKS.remove(hook)
+    return captured
+
+
 def cmd_mip_study(args) -> int:
     """Issue 21's solver measurement: run BARK BO (default settings) on each problem and seed, record the
     acquisition MIP it sends to SCIP when it has n observations (each n of --at), then solve each recorded MIP
@@ -882,7 +901,6 @@ def cmd_mip_study(args) -> int:
     from optim import mip
     from optim._scip_worker import start_objective
     from optim.bench.problems import get_problem
-    from optim.loop import BayesOpt
 
     done = set()
     if os.path.exists(args.out):
@@ -895,17 +913,7 @@ def cmd_mip_study(args) -> int:
                       if (name, seed, n, f, t) not in done]
             if not wanted:
                 continue
-            captured: dict[int, dict] = {}
-            hook = lambda p: captured.setdefault(p["n"], p) if p["n"] in args.at else None  # noqa: E731
-            mip.PROBLEM_HOOKS.append(hook)
-            try:
-                n_init = args.n_init or min(2 * problem.space.dim, 30)
-                opt = BayesOpt(problem.space, "bark", seed=seed, n_init=n_init)
-                while len(opt.history) < max(args.at) + 1 and len(captured) < len(args.at):
-                    config = opt.ask()
-                    opt.tell(config, problem(config))
-            finally:
-                mip.PROBLEM_HOOKS.remove(hook)
+            captured = recorded_mips(problem, seed, args.at, args.n_init)
             for n, formulation, limit in wanted:
                 if n not in captured:
                     continue
