@@ -374,6 +374,28 @@ def test_a_table_counts_each_seed_once_across_files(tmp_path):
     assert "| p | m | 2 |" in report.render_block("regret a.jsonl,b.jsonl --at 2", str(tmp_path))
 
 
+def test_a_tagged_file_puts_one_methods_runs_of_two_code_versions_side_by_side(tmp_path):
+    """Two files with different runs of method m on the same seeds: pooled untagged they are refused as two runs of
+    one cell; with `b.jsonl@new` the second file's runs are m@new, a method of their own, in the table and in the
+    pairing. A tag without a name is refused."""
+    def write(name, values):
+        (tmp_path / name).write_text("".join(json.dumps({
+            "problem": "p", "method": "m", "seed": s, "values": v, "status": "ok", "optimum": 0.0,
+            "fit_seconds": [0, 0], "acq_seconds": [0, 0], "sources": ["init", "gp"], "seconds": 1.0}) + "\n"
+            for s, v in enumerate(values)))
+    write("a.jsonl", [[4.0, 1.0 + s] for s in range(6)])
+    write("b.jsonl", [[4.0, 0.5 + s] for s in range(6)])
+    with pytest.raises(report.ResultsFileError, match="two different runs of m on p"):
+        report.render_block("regret a.jsonl,b.jsonl --at 2", str(tmp_path))
+    table = report.render_block("regret a.jsonl,b.jsonl@new --at 2", str(tmp_path))
+    assert "| p | m | 6 |" in table and "| p | m@new | 6 |" in table
+    paired = report.render_block("wilcoxon a.jsonl,b.jsonl@new --reference m --at 2", str(tmp_path))
+    assert "| p | m@new | 6 |" in paired and "win" in paired  # lower on all 6 seeds: p = 2 / 2^6
+    assert report.tagged_file("x/b.jsonl@new") == ("x/b.jsonl", "new") and report.tagged_file("b.jsonl") == ("b.jsonl", None)
+    with pytest.raises(ValueError, match="FILE@TAG"):
+        report.render_block("regret a.jsonl@ --at 2", str(tmp_path))
+
+
 def test_benchmarks_document_matches_its_results():
     """BENCHMARKS.md's tables are exactly what its committed raw results regenerate."""
     from pathlib import Path

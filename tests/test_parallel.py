@@ -148,6 +148,24 @@ def test_fantasy_outcomes_are_draws_of_the_integrated_predictive_and_lower_the_i
         fantasy_values("fantasy", _TwoDraws(), X_pending, y)
 
 
+class _DrawsBelowTheIncumbent(_TwoDraws):
+    """Two draws whose means at the pending point, -3 and 1 (integrated -1), are below the observations' best."""
+
+    def predict(self, X):
+        return np.array([[-3.0], [1.0]]), np.array([[1.0], [1.0]])
+
+
+def test_the_believers_fantasy_counts_as_an_observation_of_the_incumbent():
+    """A pending point believed at -1 (the draws' mean), below min y = 1: the believer improves on -1, as
+    Ginsbourger et al. (2010) treat the believed value as data; the liar's fantasy is min y, so it improves on 1.
+    Keeping min y for the believer (the code before 2026-12-05) fails the first assertion."""
+    from optim.batch import with_pending
+
+    X_pending, y = np.zeros((1, 2)), np.array([1.0, 3.0])
+    assert with_pending("believer", _DrawsBelowTheIncumbent(), np.zeros((2, 2)), y, X_pending)[1] == -1.0
+    assert with_pending("liar", _DrawsBelowTheIncumbent(), np.zeros((2, 2)), y, X_pending)[1] == 1.0
+
+
 #: surrogate -> the space its per-draw fantasies are checked on (a space of the trace runs); additive and the treed GP
 #: (8 and 7 s, each compiling its prior sampler) in the slow run only: the mechanism is one function for every model
 PER_DRAW_SPACES = {"gp": "flat6", "bark": "mixed", "addtree": "jenatton_small", "jenatton": "jenatton_small",

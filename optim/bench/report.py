@@ -677,17 +677,38 @@ POOLED_RUN_KINDS = ("regret", "best", "hits", "wilcoxon", "periter", "mip", "f1"
                     "family")
 
 
+def tagged_file(entry: str) -> tuple[str, str | None]:
+    """(path, tag) of one FILES entry of a block: `FILE@TAG`, or a plain FILE (tag None)."""
+    path, sep, tag = entry.rpartition("@")
+    if not sep:
+        return entry, None
+    if not path or not tag:
+        raise ValueError(f"a tagged results file is FILE@TAG, got {entry!r}")
+    return path, tag
+
+
+def with_tag(record: dict, tag: str | None) -> dict:
+    """The record with its method renamed METHOD@TAG (records without a method, and tag None, unchanged)."""
+    if tag is None or "method" not in record:
+        return record
+    return {**record, "method": f"{record['method']}@{tag}"}
+
+
 def render_block(args: str, base_dir: str, load=load_records) -> str:
     """The text of one block: `regret FILES --at B..`, `best FILES --at B..`, `hits FILES --below L --at B..`,
     `wilcoxon FILES --reference M --at B`,
     `periter FILES --at N..`, `regression FILE [--reference M]`, `regression-data FILE [--reference M]`, `timing FILE`, `compiles FILE`, `paths FILE`, `scaling FILE`, `f1 FILES --at B..`, `calibration FILE`, `parallel FILE [--at B]`, `journal FILE`,
     `match FILES --reference M --at B..`, `pathfinding FILES`, `cost FILES --reference M`,
     `family FILES --reference M --at B..`, `mipstudy FILES`, `recovery FILE`, `prediction FILE --reference M`;
-    FILES is a comma-separated list of results files. `--problems P..` and `--methods M..` keep those records only;
+    FILES is a comma-separated list of results files; `FILE@TAG` renames the methods of that file's runs to
+    `METHOD@TAG`, so that runs of one method under two versions of the code, recorded in two files under one name,
+    can share a table and be paired (`--methods` and `--reference` then name them so). `--problems P..` and
+    `--methods M..` keep those records only;
     `--seeds N` keeps seeds 0 to N-1 (methods compared on the seeds they all ran). Tables of runs count each
     (problem, method, seed) once, across all the files (`one_run_per_cell`)."""
     argv = shlex.split(args)
-    kind, paths = argv[0], [os.path.join(base_dir, p) for p in argv[1].split(",")]
+    kind, files = argv[0], [tagged_file(f) for f in argv[1].split(",")]
+    paths = [os.path.join(base_dir, p) for p, _ in files]
     opts = {}
     key = None
     for a in argv[2:]:
@@ -696,7 +717,7 @@ def render_block(args: str, base_dir: str, load=load_records) -> str:
             opts[key] = []
         else:
             opts[key].append(a)
-    data = ([r for p in paths for r in load(p)] if kind in ("regret", "best", "hits", "wilcoxon", "periter", "mip", "f1",
+    data = ([with_tag(r, tag) for p, (_, tag) in zip(paths, files) for r in load(p)] if kind in ("regret", "best", "hits", "wilcoxon", "periter", "mip", "f1",
                                                            "match", "pathfinding", "cost", "family", "mipstudy",
                                                            "parallel")
             else load(paths[0]))
