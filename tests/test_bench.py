@@ -383,8 +383,8 @@ def test_a_tagged_file_puts_one_methods_runs_of_two_code_versions_side_by_side(t
             "problem": "p", "method": "m", "seed": s, "values": v, "status": "ok", "optimum": 0.0,
             "fit_seconds": [0, 0], "acq_seconds": [0, 0], "sources": ["init", "gp"], "seconds": 1.0}) + "\n"
             for s, v in enumerate(values)))
-    write("a.jsonl", [[4.0, 1.0 + s] for s in range(6)])
-    write("b.jsonl", [[4.0, 0.5 + s] for s in range(6)])
+    write("a.jsonl", [[9.0, 1.0 + s] for s in range(6)])
+    write("b.jsonl", [[9.0, 0.5 + s] for s in range(6)])
     with pytest.raises(report.ResultsFileError, match="two different runs of m on p"):
         report.render_block("regret a.jsonl,b.jsonl --at 2", str(tmp_path))
     table = report.render_block("regret a.jsonl,b.jsonl@new --at 2", str(tmp_path))
