@@ -341,6 +341,13 @@ def test_parallel_table_follows_the_median_run_over_evaluations_and_seconds():
     table = report.parallel_table(records + [qei], at=3)
     assert "| 4 | 2 | 2 | 0.67 | 1 | 5.00 |" in table and "| 4, qei | 1 | 3 | 1.00 | 1 | 3.33 |" in table
     assert [bench.parallel_strategy("qei", w) for w in (1, 4)] == ["believer", "qei"]
+    # a row's runs may go past the 1-worker budget: the target after 4 evaluations (1.5) is reached at 5 (1.25x)
+    longer = [rec(4, [9.0, 9.0, 9.0, 2.0, 1.0, 1.0], [0.5] * 4 + [1.0, 1.2]), rec(4, [9.0] * 4 + [1.4, 1.0], [0.5] * 6)]
+    table = report.parallel_table(records[:2] + longer)
+    assert "| 4 | 2 | 5 | 1.25 |" in table
+    # and one that stops short of it has no regret there
+    short = rec(8, [3.0, 1.0, 1.0], [0.5, 0.6, 0.7])
+    assert "| 8 | 1 | 2 | 0.50 | 1 | 6.67 | n/a | 1 |" in report.parallel_table(records[:2] + [short])
 
 
 def test_render_regenerates_blocks_and_check_detects_drift(tmp_path):

@@ -501,7 +501,8 @@ def parallel_table(records, at: int | None = None) -> str:
     followed against evaluations and against wall-clock seconds, and the table gives where it first reaches
     the target (the match table's method, so that a median over runs of which some never reach it stays
     defined). Runs that proposed ahead (`propose_ahead`), and runs of a batch strategy other than the default, are
-    rows of their own."""
+    rows of their own. A row's runs may go on past the 1-worker budget (the shortest of its runs sets how far its
+    curve goes), so that a target reached only after it can be seen; the columns stop at the 1-worker budget."""
     sequential = (1, False, "believer")  # (workers, proposed ahead, batch strategy) of the runs that set the target
     by_workers: dict[tuple[int, bool, str], list] = {}
     for r in records:
@@ -509,7 +510,7 @@ def parallel_table(records, at: int | None = None) -> str:
         by_workers.setdefault(key, []).append(r)
     if sequential not in by_workers:
         raise ValueError("parallel results need the 1-worker (sequential) runs: they set the target regret")
-    budget = min(len(r["values"]) for r in records)
+    budget = min(len(r["values"]) for r in by_workers[sequential])
     at = budget if at is None else int(at)
     if not 1 <= at <= budget:
         raise ValueError(f"--at must be between 1 and the budget {budget}, got {at}")
@@ -524,7 +525,8 @@ def parallel_table(records, at: int | None = None) -> str:
     seq_evals = seq_secs = None
     for w, ahead, strategy in sorted(by_workers, key=lambda k: (k[0], k[1], k[2] != "believer", k[2])):
         rs = by_workers[(w, ahead, strategy)]
-        i = _first_at_or_below(np.median(np.array([regret[id(r)][:budget] for r in rs]), axis=0), target)
+        length = min(len(r["values"]) for r in rs)
+        i = _first_at_or_below(np.median(np.array([regret[id(r)][:length] for r in rs]), axis=0), target)
         times, over_time = _median_regret_over_time(rs, regret)
         j = _first_at_or_below(over_time, target)
         evals, secs = (np.inf if i is None else i + 1), (np.inf if j is None else float(times[j]))
@@ -533,10 +535,11 @@ def parallel_table(records, at: int | None = None) -> str:
         fmt = (lambda x, d: "not reached" if not np.isfinite(x) else f"{x:.{d}f}")
         ratio = evals / seq_evals if np.isfinite(evals) else np.inf
         speed = seq_secs / secs if np.isfinite(secs) else np.inf
-        medians = [float(np.median([np.log10(max(regret[id(r)][b - 1], 1e-12)) for r in rs])) for b in checkpoints]
+        medians = [float(np.median([np.log10(max(regret[id(r)][b - 1], 1e-12)) for r in rs])) if b <= length
+                   else np.nan for b in checkpoints]
         label = f"{w}" + (", proposing ahead" if ahead else "") + (f", {strategy}" if strategy != "believer" else "")
         lines.append(f"| {label} | {len(rs)} | {fmt(evals, 0)} | {fmt(ratio, 2)} | {fmt(secs, 0)} | {fmt(speed, 2)} | "
-                     + " | ".join(f"{m:.2f}" for m in medians)
+                     + " | ".join("n/a" if np.isnan(m) else f"{m:.2f}" for m in medians)
                      + f" | {float(np.median([r['seconds'] for r in rs])):.0f} |")
     return "\n".join(lines)
 
