@@ -398,7 +398,9 @@ def test_a_tagged_file_puts_one_methods_runs_of_two_code_versions_side_by_side(t
     assert "| p | m | 6 |" in table and "| p | m@new | 6 |" in table
     paired = report.render_block("wilcoxon a.jsonl,b.jsonl@new --reference m --at 2", str(tmp_path))
     assert "| p | m@new | 6 |" in paired and "win" in paired  # lower on all 6 seeds: p = 2 / 2^6
-    assert report.tagged_file("x/b.jsonl@new") == ("x/b.jsonl", "new") and report.tagged_file("b.jsonl") == ("b.jsonl", None)
+    assert report.tagged_file("x/b.jsonl@new") == ("x/b.jsonl", "new")
+    assert report.tagged_file("b.jsonl") == ("b.jsonl", None)
+    assert report.tagged_file("me@host/b.jsonl") == ("me@host/b.jsonl", None)  # an "@" in a folder's name
     with pytest.raises(ValueError, match="FILE@TAG"):
         report.render_block("regret a.jsonl@ --at 2", str(tmp_path))
 

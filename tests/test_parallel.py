@@ -149,7 +149,7 @@ def test_fantasy_outcomes_are_draws_of_the_integrated_predictive_and_lower_the_i
 
 
 class _DrawsBelowTheIncumbent(_TwoDraws):
-    """Two draws whose means at the pending point, -3 and 1 (integrated -1), are below the observations' best."""
+    """Two draws whose integrated mean at the pending point, -1 (draws -3 and 1), is below the observations' best."""
 
     def predict(self, X):
         return np.array([[-3.0], [1.0]]), np.array([[1.0], [1.0]])

@@ -681,9 +681,10 @@ POOLED_RUN_KINDS = ("regret", "best", "hits", "wilcoxon", "periter", "mip", "f1"
 
 
 def tagged_file(entry: str) -> tuple[str, str | None]:
-    """(path, tag) of one FILES entry of a block: `FILE@TAG`, or a plain FILE (tag None)."""
+    """(path, tag) of one FILES entry of a block: `FILE@TAG`, or a plain FILE (tag None; an "@" in a folder's name
+    is part of the path)."""
     path, sep, tag = entry.rpartition("@")
-    if not sep:
+    if not sep or "/" in tag:
         return entry, None
     if not path or not tag:
         raise ValueError(f"a tagged results file is FILE@TAG, got {entry!r}")
@@ -720,9 +721,9 @@ def render_block(args: str, base_dir: str, load=load_records) -> str:
             opts[key] = []
         else:
             opts[key].append(a)
-    data = ([with_tag(r, tag) for p, (_, tag) in zip(paths, files) for r in load(p)] if kind in ("regret", "best", "hits", "wilcoxon", "periter", "mip", "f1",
-                                                           "match", "pathfinding", "cost", "family", "mipstudy",
-                                                           "parallel")
+    runs = ("regret", "best", "hits", "wilcoxon", "periter", "mip", "f1", "match", "pathfinding", "cost", "family",
+            "mipstudy", "parallel")
+    data = ([with_tag(r, tag) for p, (_, tag) in zip(paths, files) for r in load(p)] if kind in runs
             else load(paths[0]))
     if "problems" in opts and kind not in ("regression", "regression-data"):
         data = [r for r in data if r.get("problem") in opts["problems"]]
