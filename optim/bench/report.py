@@ -678,6 +678,8 @@ _BLOCK = re.compile(r"(<!-- treezoo-bench: (?P<args>.*?) -->\n)(?P<body>.*?)(<!-
 #: the kinds whose tables pool one run per seed of each (problem, method) from several files
 POOLED_RUN_KINDS = ("regret", "best", "hits", "wilcoxon", "periter", "mip", "f1", "match", "pathfinding", "cost",
                     "family")
+#: the kinds that read every file of FILES (the others read the first)
+MULTI_FILE_KINDS = POOLED_RUN_KINDS + ("mipstudy", "parallel")
 
 
 def tagged_file(entry: str) -> tuple[str, str | None]:
@@ -721,9 +723,7 @@ def render_block(args: str, base_dir: str, load=load_records) -> str:
             opts[key] = []
         else:
             opts[key].append(a)
-    runs = ("regret", "best", "hits", "wilcoxon", "periter", "mip", "f1", "match", "pathfinding", "cost", "family",
-            "mipstudy", "parallel")
-    data = ([with_tag(r, tag) for p, (_, tag) in zip(paths, files) for r in load(p)] if kind in runs
+    data = ([with_tag(r, tag) for p, (_, tag) in zip(paths, files) for r in load(p)] if kind in MULTI_FILE_KINDS
             else load(paths[0]))
     if "problems" in opts and kind not in ("regression", "regression-data"):
         data = [r for r in data if r.get("problem") in opts["problems"]]
