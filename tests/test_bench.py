@@ -190,6 +190,19 @@ def test_mip_table_judges_scip_by_the_full_acquisition_and_counts_the_target_up_
     assert "| p | bark | 3 | timelimit 3 | 0.500 [0.500] | 3/3 | 1/3 | 0 | 1/2 | 1.00 [1.00] |" in table
 
 
+def test_mip_study_table_counts_closed_gaps_beaten_starts_and_solves_that_never_left_the_root():
+    def rec(n, limit, gap, objective, nodes, status="timelimit"):
+        return {"problem": "p", "seed": 0, "n": n, "formulation": "tangent", "time_limit": limit, "status": status,
+                "gap": gap, "objective": objective, "start": 1.0, "n_nodes": nodes}
+    records = [rec(30, 10.0, 0.05, 1.0, 1, "gaplimit"), rec(40, 10.0, 0.3, 1.0, 1), rec(50, 10.0, 0.4, 1.5, 7),
+               rec(30, 60.0, 0.05, 1.0, 1, "gaplimit"), rec(40, 60.0, 0.2, 1.0, 40), rec(50, 60.0, 0.3, 1.0, 9)]
+    table = report.mip_study_table(records)
+    assert "| p | 50 | tangent | 1 | 0.400 (timelimit) | 0.300 (timelimit) | 1/1 | 0/1 |" in table
+    # 10 s: n = 30 closed, n = 50 beat the start (objective 1.5 > 1.0); two of three solves stopped at the root
+    assert "| tangent | 10 s | 3 | 1/3 | 2/3 | 1 [7] | 2/3 |" in table
+    assert "| tangent | 60 s | 3 | 1/3 | 1/3 | 9 [40] | 1/3 |" in table
+
+
 def test_parallel_command_takes_a_first_seed_and_resumes_by_the_whole_protocol(tmp_path, monkeypatch):
     from optim.bench import runner
     calls = []

@@ -873,15 +873,21 @@ def mip_study_table(records) -> str:
     for r in records:
         key = (r["formulation"], r["time_limit"])
         closed = r.get("gap") is not None and r["gap"] <= 0.10
-        a = summary.setdefault(key, [0, 0, 0])
+        a = summary.setdefault(key, [0, 0, 0, []])
         a[0] += 1
         a[1] += closed
         a[2] += closed or _beat_start(r)
+        if r.get("n_nodes") is not None:
+            a[3].append(r["n_nodes"])
     lines.append("")
-    lines.append("| formulation | time limit | MIPs | gap closed to 10% | closed or beat the start |")
-    lines.append("|---|---|---|---|---|")
-    for (formulation, t), (total, closed, either) in sorted(summary.items()):
-        lines.append(f"| {formulation} | {t:g} s | {total} | {closed}/{total} | {either}/{total} |")
+    # The node count says where the time went: 1 means SCIP was still at the root (LP and cuts) when it stopped.
+    lines.append("| formulation | time limit | MIPs | gap closed to 10% | closed or beat the start | "
+                 "branch-and-bound nodes: median [max] | ended at the root |")
+    lines.append("|---|---|---|---|---|---|---|")
+    for (formulation, t), (total, closed, either, nodes) in sorted(summary.items()):
+        node_cell = f"{np.median(nodes):g} [{max(nodes)}]" if nodes else "-"
+        root = f"{sum(k <= 1 for k in nodes)}/{len(nodes)}" if nodes else "-"
+        lines.append(f"| {formulation} | {t:g} s | {total} | {closed}/{total} | {either}/{total} | {node_cell} | {root} |")
     return "\n".join(lines)
 
 
