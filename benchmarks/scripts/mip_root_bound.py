@@ -13,7 +13,8 @@ standardized units and every gap relative to the polished warm start as SCIP sta
   the gap, the nodes, the bound.
 The variants need SCIP parameters that the library's worker does not take, so this script builds the worker's model
 (`optim._scip_worker.build`, the default tangent formulation) in its own process.
-Run: python benchmarks/scripts/mip_root_bound.py PROBLEM SEED [--root-seconds S] [--out FILE.jsonl]"""
+Run: python benchmarks/scripts/mip_root_bound.py PROBLEM SEED [--root-seconds S] [--out FILE.jsonl]
+Table of a results file: python benchmarks/scripts/mip_root_bound.py --table FILE.jsonl"""
 
 import argparse
 import json
@@ -50,13 +51,34 @@ def solve(p: dict, seconds: float, settings: str) -> dict:
             "nodes": model.getNNodes(), "seconds": time.perf_counter() - t0}
 
 
+def table(path: str) -> str:
+    """Markdown: per recorded MIP, the start's parts, the mean-only optimum and the three bounds as gaps."""
+    lines = ["| problem | seed | n | start: mean + kappa sd (kappa) | mean-only optimum | root bound: gap (s) "
+             "| 10 s: gap (nodes) | 10 s, pseudo-cost branching: gap (nodes) |", "|" + "---|" * 8]
+    with open(path) as f:
+        records = sorted(map(json.loads, f), key=lambda r: (r["problem"], r["seed"], r["n"]))
+    for r in records:
+        lines.append(f"| {r['problem']} | {r['seed']} | {r['n']} | {r['start_mean']:.3f} + {r['kappa']:g} x "
+                     f"{r['start_sd']:.3f} = {r['start']:.3f} | {r['mean_only']['best']:.3f} "
+                     f"| {r['root']['gap']:.3f} ({r['root']['seconds']:.0f}) "
+                     f"| {r['default']['gap']:.3f} ({r['default']['nodes']}) "
+                     f"| {r['pscost']['gap']:.3f} ({r['pscost']['nodes']}) |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("problem")
-    parser.add_argument("seed", type=int)
+    parser.add_argument("problem", nargs="?")
+    parser.add_argument("seed", type=int, nargs="?")
+    parser.add_argument("--table", default=None, help="print the table of this results file and stop")
     parser.add_argument("--root-seconds", type=float, default=120.0, help="time limit of the root-only solve")
     parser.add_argument("--out", default=None, help="append the JSON lines to this file too")
     args = parser.parse_args()
+    if args.table:
+        print(table(args.table))
+        return
+    if args.problem is None or args.seed is None:
+        parser.error("PROBLEM and SEED are needed unless --table is given")
     captured = recorded_mips(get_problem(args.problem), args.seed, AT)
     for n, p in sorted(captured.items()):
         parts = [worker.start_point(p, s) for s in range(p["S"])]
