@@ -849,7 +849,8 @@ def _beat_start(r) -> bool:
 
 def mip_study_table(records) -> str:
     """Per problem, n and formulation (``mip-study`` records): per time limit, SCIP's relative gap at the end
-    (status) and whether its point beat the polished warm start in the MIP's objective; seeds pooled."""
+    (status) and whether its point beat the polished warm start in the MIP's objective; seeds pooled. Then per
+    formulation and time limit: how often the gap closed or the start was beaten, and SCIP's node counts."""
     limits = sorted({r["time_limit"] for r in records})
     head = ["problem", "n", "formulation", "runs"] + [f"{t:g} s: gap (status)" for t in limits] + \
         [f"{t:g} s: beat the start" for t in limits]
@@ -880,7 +881,8 @@ def mip_study_table(records) -> str:
         if r.get("n_nodes") is not None:
             a[3].append(r["n_nodes"])
     lines.append("")
-    # The node count says where the time went: 1 means SCIP was still at the root (LP and cuts) when it stopped.
+    # The node count says where the time went: 1 means SCIP stopped at the root node, having closed the gap there or
+    # spent its time on the root's LP and cuts before any branching.
     lines.append("| formulation | time limit | MIPs | gap closed to 10% | closed or beat the start | "
                  "branch-and-bound nodes: median [max] | ended at the root |")
     lines.append("|---|---|---|---|---|---|---|")
