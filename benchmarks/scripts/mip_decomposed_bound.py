@@ -22,7 +22,7 @@ import numpy as np
 from optim import mip
 from optim._scip_worker import start_objective
 from optim.bench.problems import get_problem
-from optim.bench.runner import recorded_mips
+from optim.bench.runner import append_record, recorded_mips
 
 AT = (30, 40, 50, 60)
 
@@ -54,16 +54,15 @@ def main() -> None:
         bound = float(np.mean(bounds)) if len(bounds) == p["S"] else None  # a crashed solve leaves no bound
         joint = mip.run_worker(dict(p, time_limit=args.joint_seconds), args.joint_seconds + 60.0)
         joint_bound = (joint["dual_bound"] + p["y_mean"]) / p["y_std"] if "dual_bound" in joint else None
-        line = json.dumps({"problem": args.problem, "seed": args.seed, "n": n, "seconds_per_forest": args.seconds,
-                           "forests": p["S"], "start": start, "decomposed_bound": bound,
-                           "gap": None if bound is None else (bound - start) / abs(start),
-                           "statuses": {k: statuses.count(k) for k in sorted(set(statuses))},
-                           "joint_seconds": args.joint_seconds, "joint_status": joint["status"], "joint_bound": joint_bound,
-                           "joint_gap": None if joint_bound is None else (joint_bound - start) / abs(start)})
-        print(line, flush=True)
+        record = {"problem": args.problem, "seed": args.seed, "n": n, "seconds_per_forest": args.seconds,
+                  "forests": p["S"], "start": start, "decomposed_bound": bound,
+                  "gap": None if bound is None else (bound - start) / abs(start),
+                  "statuses": {k: statuses.count(k) for k in sorted(set(statuses))},
+                  "joint_seconds": args.joint_seconds, "joint_status": joint["status"], "joint_bound": joint_bound,
+                  "joint_gap": None if joint_bound is None else (joint_bound - start) / abs(start)}
+        print(json.dumps(record), flush=True)
         if args.out:
-            with open(args.out, "a") as f:
-                f.write(line + "\n")
+            append_record(args.out, record)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from pyscipopt import SCIP_PARAMSETTING
 
 from optim import _scip_worker as worker
 from optim.bench.problems import get_problem
-from optim.bench.runner import recorded_mips
+from optim.bench.runner import append_record, recorded_mips
 
 AT = (30, 40, 50, 60)
 
@@ -92,11 +92,9 @@ def main() -> None:
                   "start": start, "start_mean": mean, "start_sd": sd,
                   "mean_only": {"status": mean_only["status"], "best": mean_only["best"], "bound": mean_only["bound"]},
                   **{name: dict(r, gap=(r["bound"] - start) / abs(start)) for name, r in runs.items()}}
-        line = json.dumps(record)
-        print(line, flush=True)
+        print(json.dumps(record), flush=True)
         if args.out:
-            with open(args.out, "a") as f:
-                f.write(line + "\n")
+            append_record(args.out, record)
 
 
 if __name__ == "__main__":

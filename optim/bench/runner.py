@@ -372,8 +372,7 @@ def cmd_run(args) -> int:
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
 
     def write(rec):
-        with open(args.out, "a") as f:
-            f.write(json.dumps(rec) + "\n")
+        append_record(args.out, rec)
         best = min([v for v in rec.get("values", []) if v is not None and np.isfinite(v)], default=None)
         extra = f"best {best}" if rec["status"] == "ok" else rec.get("error", "")
         print(f"  {rec['method']:>14s} {rec['problem']:>24s} seed {rec['seed']}: {rec['status']}, {extra}, "
@@ -615,8 +614,7 @@ def run_cells(name: str, out: str, cells: list, key, cell_fn, describe) -> None:
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     for c in todo:
         rec = cell_fn(*c)
-        with open(out, "a") as f:
-            f.write(json.dumps(rec) + "\n")
+        append_record(out, rec)
         print(f"  {describe(rec)} ({rec['seconds']:.1f} s)", flush=True)
 
 
@@ -651,6 +649,12 @@ def cmd_regression(args) -> int:
               lambda r: f"{r['model']:>12s} n={r['n']:3d} seed {r['seed']}: mse {r['mse']:.3g}")
     print(report.regression_table(report.load_records(args.out), args.reference))
     return 0
+
+
+def append_record(path, record) -> None:
+    """Append one record to a JSON-lines results file (one line per record, so an interrupted run loses none)."""
+    with open(path, "a") as f:
+        f.write(json.dumps(record) + "\n")
 
 
 def _write_json(path, data):
@@ -739,8 +743,7 @@ def cmd_parallel(args) -> int:
                 continue
             rec = parallel_cell(args.problem, workers, seed, args.budget, args.n_init, args.sleep, args.propose_ahead,
                                 args.batch_strategy)
-            with open(args.out, "a") as f:
-                f.write(json.dumps(rec) + "\n")
+            append_record(args.out, rec)
             print(f"  {workers} workers seed {seed}: best {min(rec['values']):.4g} in {rec['seconds']:.0f} s", flush=True)
     try:
         print(report.parallel_table(report.load_records(args.out)))
@@ -927,8 +930,7 @@ def cmd_mip_study(args) -> int:
                           "lp_iterations": result.get("lp_iterations"), "seconds": time.perf_counter() - t0,
                           "forests": p["S"], "trees": p["m"], "date": datetime.date.today().isoformat(),
                           "versions": _versions()}
-                with open(args.out, "a") as f:
-                    f.write(json.dumps(record) + "\n")
+                append_record(args.out, record)
                 print(f"{name} seed {seed} n={n} {formulation} {limit:g} s: {record['status']}, gap {record['gap']}, "
                       f"objective {record['objective']} (start {start:.4f})", flush=True)
     return 0
@@ -997,8 +999,7 @@ def cmd_calibrate(args) -> int:
             record["plot"] = os.path.join(args.plots, f"sbc_{name}{tag}.png")
         if args.out:
             os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-            with open(args.out, "a") as f:
-                f.write(json.dumps(record) + "\n")
+            append_record(args.out, record)
     return 0
 
 
