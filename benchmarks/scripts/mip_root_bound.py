@@ -25,6 +25,7 @@ from pyscipopt import SCIP_PARAMSETTING
 
 from optim import _scip_worker as worker
 from optim.bench.problems import get_problem
+from optim.bench.report import load_records
 from optim.bench.runner import append_record, recorded_mips
 
 AT = (30, 40, 50, 60)
@@ -55,8 +56,7 @@ def table(path: str) -> str:
     """Markdown: per recorded MIP, the start's parts, the mean-only optimum and the three bounds as gaps."""
     lines = ["| problem | seed | n | start: mean + kappa sd (kappa) | mean-only optimum | root bound: gap (s) "
              "| 10 s: gap (nodes) | 10 s, pseudo-cost branching: gap (nodes) |", "|" + "---|" * 8]
-    with open(path) as f:
-        records = sorted(map(json.loads, f), key=lambda r: (r["problem"], r["seed"], r["n"]))
+    records = sorted(load_records(path), key=lambda r: (r["problem"], r["seed"], r["n"]))
     for r in records:
         lines.append(f"| {r['problem']} | {r['seed']} | {r['n']} | {r['start_mean']:.3f} + {r['kappa']:g} x "
                      f"{r['start_sd']:.3f} = {r['start']:.3f} | {r['mean_only']['best']:.3f} "
