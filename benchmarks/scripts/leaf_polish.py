@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from optim.bench.report import load_records
+from optim.bench.report import group, load_records, one_run_per_cell
 
 FLOOR = 1e-14  # regrets below this are taken as this, so an exact hit has a finite log
 
@@ -41,14 +41,13 @@ def main():
     parser.add_argument("--methods", nargs="*")
     parser.add_argument("--until", type=int, default=50, help="count proposals up to this many evaluations")
     args = parser.parse_args()
-    records = [r for f in args.files for r in load_records(f)
-               if r["problem"].startswith("jenatton") and r.get("status") == "ok"]
-    keys = sorted({(r["problem"], r["method"]) for r in records if not args.methods or r["method"] in args.methods})
+    groups = group(one_run_per_cell([r for f in args.files for r in load_records(f)]))
     print("| problem | method | runs | proposals on the optimal leaf | improving | log10 regret / best-so-far "
           "regret: median [q25, q75] |")
     print("|---|---|---|---|---|---|")
-    for problem, method in keys:
-        runs = [r for r in records if (r["problem"], r["method"]) == (problem, method)]
+    for (problem, method), runs in sorted(groups.items()):
+        if not problem.startswith("jenatton") or (args.methods and method not in args.methods):
+            continue
         rows = [row for r in runs for row in polish(r, args.until)]
         if not rows:
             continue
