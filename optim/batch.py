@@ -51,12 +51,18 @@ fantasies were standardized afresh with the data, as a refit would: fantasies ne
 value) then widened y's sd, by 18% on a Hartmann-6 fit at n = 30 with 3 pending points, and every draw's
 predictive sd with it (BENCHMARKS.md, "The fit's scale for the fantasies").
 
+A surrogate that offers `zoo.base.OutputWarping` predicts on each draw's own warp of y: its predictive means and
+sampled outcomes are taken back to the user's units draw by draw (`user_units`) before they serve as fantasies or
+incumbents, so every strategy conditions and compares on the scale of the observations.
+
 All of them reduce to sequential BO when nothing is pending. BENCHMARKS.md ("Parallel evaluation") compares them.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from zoo.base import OutputWarping, offers
 
 BATCH_STRATEGIES = ("believer", "liar", "fantasy", "qei", "thompson")
 #: joint outcomes at the pending points per posterior draw in ``qei`` (32 draws by default: 128 in all)
@@ -69,13 +75,21 @@ def check_batch_strategy(strategy: str) -> str:
     return strategy
 
 
+def user_units(posterior, values) -> np.ndarray:
+    """Values [S, N] on the posterior draws' prediction scale in the user's units (the same values unless the
+    surrogate offers OutputWarping)."""
+    if not offers(posterior.surrogate, OutputWarping):
+        return np.asarray(values)
+    return np.asarray(posterior.surrogate.from_model_scale(posterior.flat_samples(), posterior.data, values))
+
+
 def fantasy_values(strategy: str, posterior, X_pending: np.ndarray, y: np.ndarray,
                    rng: np.random.Generator | None = None) -> np.ndarray:
     """Fantasy observations (model units, as `y`) for the encoded pending rows `X_pending`; `rng` (needed by
     ``fantasy``) picks the posterior draw and samples its outcomes."""
     if strategy == "believer":
         mean, _ = posterior.predict(X_pending)
-        return np.asarray(mean).mean(axis=0)
+        return user_units(posterior, mean).mean(axis=0)
     if strategy == "liar":
         return np.full(len(X_pending), float(np.min(y)))
     if strategy == "fantasy":
@@ -83,7 +97,8 @@ def fantasy_values(strategy: str, posterior, X_pending: np.ndarray, y: np.ndarra
             raise ValueError("the 'fantasy' batch strategy samples its outcomes: pass rng")
         mean, var = posterior.predict(X_pending)
         draw = rng.integers(mean.shape[0])
-        return mean[draw] + np.sqrt(np.maximum(var[draw], 0.0)) * rng.standard_normal(len(X_pending))
+        outcomes = mean[draw] + np.sqrt(np.maximum(var[draw], 0.0)) * rng.standard_normal(len(X_pending))
+        return user_units(posterior, np.broadcast_to(outcomes, mean.shape))[draw]
     raise ValueError(f"unknown batch strategy {strategy!r}")
 
 
@@ -107,7 +122,7 @@ def with_pending(strategy: str, posterior, X: np.ndarray, y: np.ndarray, X_pendi
         fantasies = fantasy_values("believer", posterior, X_pending, y)
         conditioned = posterior.conditioned_on(np.vstack([X, X_pending]), np.concatenate([y, fantasies]),
                                                keep_scale=True)
-        return conditioned, min(best, float(np.min(conditioned.predict(X_pending)[0])))
+        return conditioned, min(best, float(np.min(user_units(conditioned, conditioned.predict(X_pending)[0]))))
     fantasies = fantasy_values(strategy, posterior, X_pending, y, rng)
     if strategy == "fantasy":
         best = min(best, float(np.min(fantasies)))
@@ -125,7 +140,7 @@ def per_draw_fantasies(posterior, X: np.ndarray, y: np.ndarray, X_pending: np.nd
     current = post.conditioned_on(rows, np.asarray(y, dtype=np.float64), keep_scale=True)
     for x in np.asarray(X_pending, dtype=np.float64):
         mean, var = current.predict(x[None, :])
-        outcome = mean[:, 0] + np.sqrt(np.maximum(var[:, 0], 0.0)) * rng.standard_normal(draws)
+        outcome = user_units(current, mean + np.sqrt(np.maximum(var, 0.0)) * rng.standard_normal((draws, 1)))[:, 0]
         rows, values = np.vstack([rows, x]), np.column_stack([values, outcome])
         current = post.conditioned_on(rows, values, keep_scale=True)
     best = np.minimum(float(np.min(y)), values[:, len(y):].min(axis=1))

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from optim.acquisition import ImprovementMargin
-from zoo.base import CoordinateMoments, PathLocalPredictions, PathPredictions, offers, prepare_samples
+from zoo.base import CoordinateMoments, OutputWarping, PathLocalPredictions, PathPredictions, offers, prepare_samples
 from zoo.compiled import compiled
 
 #: the per-sample moments an acquisition can integrate: the latent f (every surrogate) or the path-level
@@ -120,7 +120,8 @@ class AcquisitionFunction:
     latent f by default, or the path-level value of a surrogate that offers `zoo.base.PathPredictions`.
     Optimizers read `surrogate`, `acquisition`, `t`, `prepared` (to hand back to the surrogate's declared
     methods, never to index into) and `incumbent`, and call the instance. `best` is the incumbent value, one
-    number or one per posterior sample ([S], as optim.batch's ``qei`` gives: each draw improves on its own).
+    number or one per posterior sample ([S], as optim.batch's ``qei`` gives: each draw improves on its own), in
+    the user's units; a surrogate that offers `zoo.base.OutputWarping` gets it on each draw's own scale.
     """
 
     def __init__(self, posterior, acquisition, best, t: int = 1, batch: int = ACQ_BATCH,
@@ -141,6 +142,9 @@ class AcquisitionFunction:
             best = best[:, None]
         elif best.ndim != 0:
             raise ValueError(f"best must be a number or one per posterior sample, got shape {best.shape}")
+        if offers(self.surrogate, OutputWarping):  # each draw predicts on its own warp of y: so must its incumbent
+            best = np.asarray(self.surrogate.to_model_scale(posterior.flat_samples(), posterior.data,
+                                                            best if best.ndim else best[None]), dtype=np.float64)
         if isinstance(acquisition, ImprovementMargin):  # EI/PI's margin, in the data's standard deviations
             best = acquisition.threshold(best, float(posterior.data.y_std))
         self._args = (best, np.float64(t))

@@ -37,11 +37,15 @@ SURROGATES: dict[str, Callable[[Space], Surrogate]] = {
     "addtree_shared": lambda space: AddTree(space, share_like=True),  # + one term per group of like vertices
     "independent": lambda space: Jenatton(space, shared=False),  # independent leaf GPs (c fixed at 0)
     "gp_saas": lambda space: GP(space, saas=True),  # the SAAS prior on the numeric lengthscales (auto's high-D pick)
+    # Yeo-Johnson output warping inferred with the GP (zoo.warping): each draw its own power
+    "addtree_yj": lambda space: AddTree(space, output_warp=True),
+    "gp_yj": lambda space: GP(space, output_warp=True),
     "treed": Treed,  # 004's HTBO: the partition rebuilt by Eq. 5 every iteration (variants: zoo.treed.Treed options)
 }
 
 #: the registered surrogates that offer a noiseless form (`deterministic=True`); a contract test keeps it true
-NOISELESS = ("gp", "gp_saas", "additive", "addtree", "addtree_shared", "jenatton", "independent", "treed", "bark")
+NOISELESS = ("gp", "gp_saas", "additive", "addtree", "addtree_shared", "jenatton", "independent", "treed", "bark",
+             "addtree_yj", "gp_yj")
 
 
 @dataclass(frozen=True)

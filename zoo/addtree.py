@@ -27,7 +27,7 @@ import numpyro
 import numpyro.distributions as dist
 
 from zoo import linalg
-from zoo.base import AdditiveComponents, Component, NoiselessForm, PathLocalPredictions, Prepared
+from zoo.base import AdditiveComponents, Component, NoiselessForm, OutputWarping, PathLocalPredictions, Prepared
 from zoo.gp import ExactGP, predict_from_cross
 from zoo.kernels import block_slices, matern52, matern52_from_sqdist, on_route, overlap
 from zoo.priors import block_lengthscale_prior, lengthscale_prior
@@ -59,7 +59,7 @@ class PathTerms(NamedTuple):
     vertex_cat_cols: np.ndarray  # [V, c]
 
 
-class AddTree(ExactGP, AdditiveComponents, PathLocalPredictions, NoiselessForm):
+class AddTree(ExactGP, AdditiveComponents, PathLocalPredictions, NoiselessForm, OutputWarping):
     """GP with the Add-Tree kernel built from a conditional `Space`.
 
     Sites: ``lengthscale`` [numeric params, dim ``numeric_param``], ``cat_lengthscale`` [categorical
@@ -69,6 +69,8 @@ class AddTree(ExactGP, AdditiveComponents, PathLocalPredictions, NoiselessForm):
     deterministic site): a leaf seen once borrows the smoothness learned at its siblings. With
     ``share_like=True`` each group of like vertices adds ``shared_lengthscale`` [dim ``shared_param``] and
     ``shared_variance`` [dim ``vertex_group``]: a leaf seen once borrows the function learned at its siblings.
+    With ``output_warp=True`` the GP scores a Yeo-Johnson warp of y whose power ``yj_lambda`` is sampled with the
+    rest (zoo.warping; "addtree_yj"), the warped GP's answer to values whose spread differs between leaves.
     """
 
     name = "addtree"
@@ -81,9 +83,17 @@ class AddTree(ExactGP, AdditiveComponents, PathLocalPredictions, NoiselessForm):
     #: (not measured at depth 3)
     sampler_defaults = {"max_tree_depth": 3}
 
+    #: journals written before the option existed ran without it
+    options_added = {"output_warp": False}
+
     def __init__(self, space: Space, noise_prior=(-4.0, 1.0), pooled: bool = False, interactions: bool = False,
-                 share_like: bool = False):
+                 share_like: bool = False, output_warp: bool = False):
         super().__init__(space)
+        if not isinstance(output_warp, (bool, np.bool_)):
+            raise TypeError(f"output_warp must be True or False, got {output_warp!r}")
+        self.output_warp = bool(output_warp)
+        if self.output_warp:
+            self.name = "addtree_yj"
         self.noise_prior = tuple(noise_prior)
         self.pooled = bool(pooled)
         self.interactions = bool(interactions)
@@ -195,7 +205,7 @@ class AddTree(ExactGP, AdditiveComponents, PathLocalPredictions, NoiselessForm):
 
     def options(self) -> dict:
         return {"noise_prior": list(self.noise_prior), "pooled": self.pooled, "interactions": self.interactions,
-                "share_like": self.share_like}
+                "share_like": self.share_like, "output_warp": self.output_warp}
 
     @property
     def additive(self) -> bool:
@@ -205,7 +215,7 @@ class AddTree(ExactGP, AdditiveComponents, PathLocalPredictions, NoiselessForm):
 
     def offers(self, capability) -> bool:
         """Additive components and path-local predictions only without interaction terms (they span paths)."""
-        return self.additive if capability in (AdditiveComponents, PathLocalPredictions) else True
+        return self.additive if capability in (AdditiveComponents, PathLocalPredictions) else super().offers(capability)
 
     def group_coordinates(self, X, membership, group):
         """(u [N, d], in_group [N]): the numeric parameters of the group member on each row's path,

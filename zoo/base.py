@@ -8,7 +8,7 @@ naming, summaries of discrete structure).
 
 What a surrogate offers beyond that is declared by subclassing a capability class
 (`AdditiveComponents`, `PathPredictions`, `PathLocalPredictions`, `StructureMoves`, `ForestPosterior`,
-`CoordinateMoments`, `DependencyForest`, `NoiselessForm`). Optimizers and the loop ask
+`CoordinateMoments`, `DependencyForest`, `NoiselessForm`, `OutputWarping`). Optimizers and the loop ask
 `offers(surrogate, Capability)`; a surrogate whose capability depends on how it was built (Add-Tree with
 interaction terms is not additive) says so in `Surrogate.offers`. Nothing is sniffed with `getattr`; nothing
 outside a model reads its prepared arrays except through a capability's declared method.
@@ -289,8 +289,24 @@ class NoiselessForm:
         return model
 
 
+class OutputWarping:
+    """The model scores a monotone warp of y that each posterior draw infers for itself (a warped GP; Snelson et
+    al. 2004), so `predict_prepared` gives moments on each draw's warped scale (taken to the user's units by the
+    standardization, not by the inverse warp): an incumbent, a fantasy or any value compared with a prediction
+    crosses between the scales through these two maps. Both keep the order of values within a draw."""
+
+    def to_model_scale(self, samples: dict, data: Data, values) -> jax.Array:
+        """Values in the user's units, [N] or [S, N], on each draw's prediction scale: [S, N]."""
+        raise NotImplementedError
+
+    def from_model_scale(self, samples: dict, data: Data, values) -> jax.Array:
+        """Values [S, N] on each draw's prediction scale back in the user's units (a draw's predictive mean maps to
+        its predictive median)."""
+        raise NotImplementedError
+
+
 CAPABILITIES = (AdditiveComponents, PathPredictions, PathLocalPredictions, StructureMoves, ForestPosterior,
-                CoordinateMoments, DependencyForest, NoiselessForm)
+                CoordinateMoments, DependencyForest, NoiselessForm, OutputWarping)
 
 
 def prepare_samples(surrogate: Surrogate, samples: dict, data: Data) -> Prepared:

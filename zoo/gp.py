@@ -15,11 +15,13 @@ import numpyro
 import numpyro.distributions as dist
 
 from zoo import linalg
-from zoo.base import NoiselessForm, Prepared, Surrogate
+from zoo.base import NoiselessForm, OutputWarping, Prepared, Surrogate
 from zoo.data import Data
 from zoo.kernels import STATIONARY, kumaraswamy_warp, overlap
 from zoo.priors import WARP_PRIOR, lengthscale_prior
 from zoo.space import CATEGORICAL, Space
+from zoo.warping import (WARP_SITE, sample_warped_targets, yeo_johnson, yeo_johnson_inverse,
+                         yeo_johnson_log_jacobian)
 
 
 class GPArrays(NamedTuple):
@@ -100,8 +102,13 @@ class ExactGP(Surrogate):
     """A GP surrogate given by `sample_hyperparameters` (priors) and `kernel`; the rest is shared.
 
     Subclasses return a dict from `sample_hyperparameters` that holds at least ``noise`` and ``mean``
-    and whatever their `kernel(X1, X2, params)` and `kernel_diag(X, params)` read.
+    and whatever their `kernel(X1, X2, params)` and `kernel_diag(X, params)` read. A subclass that also declares
+    `OutputWarping` may set `output_warp`: the GP then scores the Yeo-Johnson warp of y whose power, site
+    ``yj_lambda``, is sampled with the rest (zoo.warping).
     """
+
+    #: whether the GP scores zoo.warping's Yeo-Johnson warp of y (only subclasses declaring OutputWarping set it)
+    output_warp: bool = False
 
     def sample_hyperparameters(self) -> dict:
         raise NotImplementedError
@@ -119,12 +126,19 @@ class ExactGP(Surrogate):
         return self.kernel(X1, X2, params)
 
     def model(self, data: Data) -> None:
-        gp_likelihood(data, self.sample_hyperparameters(), self.data_kernel)
+        params = self.sample_hyperparameters()
+        if self.output_warp:
+            data = data._replace(y=sample_warped_targets(data.y, data.mask))
+        gp_likelihood(data, params, self.data_kernel)
+
+    def _targets(self, data: Data, s: dict):
+        """The values the GP of draw `s` scores: y, or its warp under the draw's own power."""
+        return jnp.where(data.mask, yeo_johnson(data.y, s[WARP_SITE]), 0.0) if self.output_warp else data.y
 
     def prepare(self, samples, data) -> Prepared:
         def one(s):
             L = gp_cholesky(data, s, self.data_kernel)
-            return GPArrays(*linalg.precision_terms(L, data.y - s["mean"] * data.mask))
+            return GPArrays(*linalg.precision_terms(L, self._targets(data, s) - s["mean"] * data.mask))
         return Prepared(samples, data, jax.vmap(one)(samples))
 
     def predict_prepared(self, prepared: Prepared, Xq):
@@ -132,10 +146,35 @@ class ExactGP(Surrogate):
         return predict_from_cross(prepared, lambda s: (self.kernel(data.X, Xq, s), self.kernel_diag(Xq, s)))
 
     def log_likelihood(self, sample, data, loo=False):
-        return linalg.user_loglik(data, sample["mean"] * data.mask, gp_cholesky(data, sample, self.data_kernel), loo)
+        terms = linalg.user_loglik(data._replace(y=self._targets(data, sample)), sample["mean"] * data.mask,
+                                   gp_cholesky(data, sample, self.data_kernel), loo)
+        if self.output_warp:  # the change of variables from the warped values back to y (Snelson et al., Eq. 5)
+            terms = terms + jnp.where(data.mask, yeo_johnson_log_jacobian(data.y, sample[WARP_SITE]), 0.0)
+        return terms
+
+    def draw_joint(self, key, data: Data):
+        """The model run forwards; with `output_warp` its observed site holds the warped values, taken back to y."""
+        sample, y = super().draw_joint(key, data)
+        if self.output_warp:
+            y = jnp.where(data.mask, yeo_johnson_inverse(y, sample[WARP_SITE]), 0.0)
+        return sample, y
+
+    # --- OutputWarping (served where a subclass declares it and sets output_warp) ---------------
+    def offers(self, capability: type) -> bool:
+        return self.output_warp if capability is OutputWarping else super().offers(capability)
+
+    def to_model_scale(self, samples, data, values):
+        lam = jnp.asarray(samples[WARP_SITE])[:, None]
+        z = (jnp.asarray(values, jnp.float64) - data.y_mean) / data.y_std
+        return data.y_mean + data.y_std * yeo_johnson(z, lam)
+
+    def from_model_scale(self, samples, data, values):
+        lam = jnp.asarray(samples[WARP_SITE])[:, None]
+        w = (jnp.asarray(values, jnp.float64) - data.y_mean) / data.y_std
+        return data.y_mean + data.y_std * yeo_johnson_inverse(w, lam)
 
 
-class GP(ExactGP, NoiselessForm):
+class GP(ExactGP, NoiselessForm, OutputWarping):
     """The baseline surrogate: a GP whose hyperparameters are all sampled by NUTS.
 
     Sites: ``lengthscale`` [numeric dims], ``cat_lengthscale`` [categorical dims], ``outputscale``,
@@ -143,30 +182,36 @@ class GP(ExactGP, NoiselessForm):
     [numeric dims], the input warping of zoo.kernels.kumaraswamy_warp ("gp_warp"). With ``saas=True`` the numeric
     lengthscales follow the SAAS prior of Eriksson & Jankowiak (2021) instead (sites ``saas_tau``, ``saas_c`` [numeric
     dims]; ``lengthscale`` deterministic; "gp_saas"), the sparsity prior for spaces where few of many inputs matter.
+    With ``output_warp=True`` it scores a Yeo-Johnson warp of y whose power ``yj_lambda`` is sampled too
+    (zoo.warping; "gp_yj").
     On a conditional space it sees the flat encoding: decisions are categorical columns, inactive columns hold a
     fixed fill value.
     """
 
     name = "gp"
 
+    #: journals written before the option existed ran without it
+    options_added = {"output_warp": False}
+
     def __init__(self, space: Space, kernel: str = "matern52", noise_prior=(-4.0, 1.0), warp: bool = False,
-                 saas: bool = False):
+                 saas: bool = False, output_warp: bool = False):
         super().__init__(space)
         if kernel not in STATIONARY:
             raise ValueError(f"kernel must be one of {sorted(STATIONARY)}, got {kernel!r}")
-        for flag, value in (("warp", warp), ("saas", saas)):
+        for flag, value in (("warp", warp), ("saas", saas), ("output_warp", output_warp)):
             if not isinstance(value, (bool, np.bool_)):
                 raise TypeError(f"{flag} must be True or False, got {value!r}")
-        self.warp, self.saas = bool(warp), bool(saas)
-        if self.warp or self.saas:
-            self.name = "gp" + "_warp" * self.warp + "_saas" * self.saas
+        self.warp, self.saas, self.output_warp = bool(warp), bool(saas), bool(output_warp)
+        if self.warp or self.saas or self.output_warp:
+            self.name = "gp" + "_warp" * self.warp + "_saas" * self.saas + "_yj" * self.output_warp
         self.base_kernel = kernel
         self.noise_prior = tuple(noise_prior)
         self.num_idx = np.flatnonzero(space.kinds != CATEGORICAL)
         self.cat_idx = np.flatnonzero(space.kinds == CATEGORICAL)
 
     def options(self) -> dict:
-        return {"kernel": self.base_kernel, "noise_prior": list(self.noise_prior), "warp": self.warp, "saas": self.saas}
+        return {"kernel": self.base_kernel, "noise_prior": list(self.noise_prior), "warp": self.warp, "saas": self.saas,
+                "output_warp": self.output_warp}
 
     def sample_hyperparameters(self) -> dict:
         params = gp_priors(len(self.num_idx), len(self.cat_idx), *self.noise_prior, saas=self.saas)
