@@ -65,7 +65,8 @@ class Posterior:
         return {k: v.reshape((-1,) + v.shape[2:]) for k, v in self.samples.items()}
 
     def predict(self, Xq) -> tuple[np.ndarray, np.ndarray]:
-        """Latent mean and variance per posterior sample, [C*S, N], at encoded rows Xq (user units)."""
+        """Latent mean and variance per posterior sample, [C*S, N], at encoded rows Xq (user units; for a surrogate
+        that offers zoo.base.OutputWarping, each draw's warped scale, which its `from_model_scale` maps back)."""
         Xq = np.atleast_2d(np.asarray(Xq, dtype=np.float64))
         mean, var = self.surrogate.predict(self.flat_samples(), self.data, Xq)  # compiled
         return np.asarray(mean), np.asarray(var)

@@ -64,6 +64,8 @@ RUNS = {
     "addtree": ("jenatton_small", "addtree", FAST, COLD),
     "addtree_ucb": ("jenatton_small", "addtree", {**FAST, "acquisition": "ucb"}, COLD),
     "addtree_shared": ("jenatton_small", "addtree_shared", FAST, COLD),
+    "addtree_yj": ("jenatton_small", "addtree_yj", FAST, COLD),  # the warp's power sampled: its own compiled sampler
+    "gp_yj": ("jenatton_small", "gp_yj", FAST, COLD),
     "jenatton": ("jenatton_small", "jenatton", FAST, COLD),
     "independent": ("jenatton_small", "independent", FAST, COLD),
     "random": ("jenatton_small", "random", {}, WARM),
