@@ -110,8 +110,7 @@ def _jacobian_dropped(base):
         def model(self, data):
             with numpyro.handlers.block(hide=["yj_log_jacobian"]):
                 super().model(data)
-    out = NoJacobian(base.space, output_warp=True)
-    return out
+    return NoJacobian(base.space, output_warp=True)
 
 
 def test_the_warped_gp_sampler_is_calibrated_and_fails_without_the_jacobian(warped_gp):
