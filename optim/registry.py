@@ -40,12 +40,15 @@ SURROGATES: dict[str, Callable[[Space], Surrogate]] = {
     # Yeo-Johnson output warping inferred with the GP (zoo.warping): each draw its own power
     "addtree_yj": lambda space: AddTree(space, output_warp=True),
     "gp_yj": lambda space: GP(space, output_warp=True),
+    # the same with the power free to go below 0 (a stronger squeeze of the worst values; zoo.warping's wide form)
+    "addtree_yjw": lambda space: AddTree(space, output_warp="yeo-johnson-wide"),
+    "gp_yjw": lambda space: GP(space, output_warp="yeo-johnson-wide"),
     "treed": Treed,  # 004's HTBO: the partition rebuilt by Eq. 5 every iteration (variants: zoo.treed.Treed options)
 }
 
 #: the registered surrogates that offer a noiseless form (`deterministic=True`); a contract test keeps it true
 NOISELESS = ("gp", "gp_saas", "additive", "addtree", "addtree_shared", "jenatton", "independent", "treed", "bark",
-             "addtree_yj", "gp_yj")
+             "addtree_yj", "gp_yj", "addtree_yjw", "gp_yjw")
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from zoo.gp import ExactGP, predict_from_cross
 from zoo.kernels import block_slices, matern52, matern52_from_sqdist, on_route, overlap
 from zoo.priors import block_lengthscale_prior, lengthscale_prior
 from zoo.space import CATEGORICAL, Space
+from zoo.warping import output_warp_named, output_warp_option, warped_suffix
 
 
 class InteractionTerm(NamedTuple):
@@ -70,7 +71,8 @@ class AddTree(ExactGP, AdditiveComponents, PathLocalPredictions, NoiselessForm, 
     ``share_like=True`` each group of like vertices adds ``shared_lengthscale`` [dim ``shared_param``] and
     ``shared_variance`` [dim ``vertex_group``]: a leaf seen once borrows the function learned at its siblings.
     With ``output_warp=True`` the GP scores a Yeo-Johnson warp of y whose power ``yj_lambda`` is sampled with the
-    rest (zoo.warping; "addtree_yj"), the warped GP's answer to values whose spread differs between leaves.
+    rest (zoo.warping; "addtree_yj"), the warped GP's answer to values whose spread differs between leaves;
+    ``output_warp="yeo-johnson-wide"`` lets the power below 0 ("addtree_yjw").
     """
 
     name = "addtree"
@@ -87,13 +89,11 @@ class AddTree(ExactGP, AdditiveComponents, PathLocalPredictions, NoiselessForm, 
     options_added = {"output_warp": False}
 
     def __init__(self, space: Space, noise_prior=(-4.0, 1.0), pooled: bool = False, interactions: bool = False,
-                 share_like: bool = False, output_warp: bool = False):
+                 share_like: bool = False, output_warp: bool | str = False):
         super().__init__(space)
-        if not isinstance(output_warp, (bool, np.bool_)):
-            raise TypeError(f"output_warp must be True or False, got {output_warp!r}")
-        self.output_warp = bool(output_warp)
-        if self.output_warp:
-            self.name = "addtree_yj"
+        self.output_warp = output_warp_named(output_warp)
+        if self.output_warp is not None:
+            self.name = "addtree" + warped_suffix(self.output_warp)
         self.noise_prior = tuple(noise_prior)
         self.pooled = bool(pooled)
         self.interactions = bool(interactions)
@@ -205,7 +205,7 @@ class AddTree(ExactGP, AdditiveComponents, PathLocalPredictions, NoiselessForm, 
 
     def options(self) -> dict:
         return {"noise_prior": list(self.noise_prior), "pooled": self.pooled, "interactions": self.interactions,
-                "share_like": self.share_like, "output_warp": self.output_warp}
+                "share_like": self.share_like, "output_warp": output_warp_option(self.output_warp)}
 
     @property
     def additive(self) -> bool:

@@ -20,8 +20,8 @@ from zoo.data import Data
 from zoo.kernels import STATIONARY, kumaraswamy_warp, overlap
 from zoo.priors import WARP_PRIOR, lengthscale_prior
 from zoo.space import CATEGORICAL, Space
-from zoo.warping import (WARP_SITE, sample_warped_targets, yeo_johnson, yeo_johnson_inverse,
-                         yeo_johnson_log_jacobian)
+from zoo.warping import (WARP_SITE, OutputWarp, output_warp_named, output_warp_option, sample_warped_targets,
+                         warped_suffix)
 
 
 class GPArrays(NamedTuple):
@@ -103,12 +103,12 @@ class ExactGP(Surrogate):
 
     Subclasses return a dict from `sample_hyperparameters` that holds at least ``noise`` and ``mean``
     and whatever their `kernel(X1, X2, params)` and `kernel_diag(X, params)` read. A subclass that also declares
-    `OutputWarping` may set `output_warp`: the GP then scores the Yeo-Johnson warp of y whose power, site
-    ``yj_lambda``, is sampled with the rest (zoo.warping).
+    `OutputWarping` may set `output_warp` (a zoo.warping.OutputWarp): the GP then scores that warp of y, whose
+    power, site ``yj_lambda``, is sampled with the rest.
     """
 
-    #: whether the GP scores zoo.warping's Yeo-Johnson warp of y (only subclasses declaring OutputWarping set it)
-    output_warp: bool = False
+    #: the warp of y the GP scores, or None (only subclasses declaring OutputWarping set one)
+    output_warp: OutputWarp | None = None
 
     def sample_hyperparameters(self) -> dict:
         raise NotImplementedError
@@ -127,13 +127,15 @@ class ExactGP(Surrogate):
 
     def model(self, data: Data) -> None:
         params = self.sample_hyperparameters()
-        if self.output_warp:
-            data = data._replace(y=sample_warped_targets(data.y, data.mask))
+        if self.output_warp is not None:
+            data = data._replace(y=sample_warped_targets(data.y, data.mask, self.output_warp))
         gp_likelihood(data, params, self.data_kernel)
 
     def _targets(self, data: Data, s: dict):
         """The values the GP of draw `s` scores: y, or its warp under the draw's own power."""
-        return jnp.where(data.mask, yeo_johnson(data.y, s[WARP_SITE]), 0.0) if self.output_warp else data.y
+        if self.output_warp is None:
+            return data.y
+        return jnp.where(data.mask, self.output_warp.forward(data.y, s[WARP_SITE]), 0.0)
 
     def prepare(self, samples, data) -> Prepared:
         def one(s):
@@ -148,30 +150,30 @@ class ExactGP(Surrogate):
     def log_likelihood(self, sample, data, loo=False):
         terms = linalg.user_loglik(data._replace(y=self._targets(data, sample)), sample["mean"] * data.mask,
                                    gp_cholesky(data, sample, self.data_kernel), loo)
-        if self.output_warp:  # the change of variables from the warped values back to y (Snelson et al., Eq. 5)
-            terms = terms + jnp.where(data.mask, yeo_johnson_log_jacobian(data.y, sample[WARP_SITE]), 0.0)
+        if self.output_warp is not None:  # the change of variables from the warped values back to y (Snelson et al., Eq. 5)
+            terms = terms + jnp.where(data.mask, self.output_warp.log_jacobian(data.y, sample[WARP_SITE]), 0.0)
         return terms
 
     def draw_joint(self, key, data: Data):
         """The model run forwards; with `output_warp` its observed site holds the warped values, taken back to y."""
         sample, y = super().draw_joint(key, data)
-        if self.output_warp:
-            y = jnp.where(data.mask, yeo_johnson_inverse(y, sample[WARP_SITE]), 0.0)
+        if self.output_warp is not None:
+            y = jnp.where(data.mask, self.output_warp.inverse(y, sample[WARP_SITE]), 0.0)
         return sample, y
 
     # --- OutputWarping (served where a subclass declares it and sets output_warp) ---------------
     def offers(self, capability: type) -> bool:
-        return self.output_warp if capability is OutputWarping else super().offers(capability)
+        return self.output_warp is not None if capability is OutputWarping else super().offers(capability)
 
     def to_model_scale(self, samples, data, values):
         lam = jnp.asarray(samples[WARP_SITE])[:, None]
         z = (jnp.asarray(values, jnp.float64) - data.y_mean) / data.y_std
-        return data.y_mean + data.y_std * yeo_johnson(z, lam)
+        return data.y_mean + data.y_std * self.output_warp.forward(z, lam)
 
     def from_model_scale(self, samples, data, values):
         lam = jnp.asarray(samples[WARP_SITE])[:, None]
         w = (jnp.asarray(values, jnp.float64) - data.y_mean) / data.y_std
-        return data.y_mean + data.y_std * yeo_johnson_inverse(w, lam)
+        return data.y_mean + data.y_std * self.output_warp.inverse(w, lam)
 
 
 class GP(ExactGP, NoiselessForm, OutputWarping):
@@ -183,7 +185,7 @@ class GP(ExactGP, NoiselessForm, OutputWarping):
     lengthscales follow the SAAS prior of Eriksson & Jankowiak (2021) instead (sites ``saas_tau``, ``saas_c`` [numeric
     dims]; ``lengthscale`` deterministic; "gp_saas"), the sparsity prior for spaces where few of many inputs matter.
     With ``output_warp=True`` it scores a Yeo-Johnson warp of y whose power ``yj_lambda`` is sampled too
-    (zoo.warping; "gp_yj").
+    (zoo.warping; "gp_yj"); ``output_warp="yeo-johnson-wide"`` lets the power below 0 ("gp_yjw").
     On a conditional space it sees the flat encoding: decisions are categorical columns, inactive columns hold a
     fixed fill value.
     """
@@ -194,16 +196,16 @@ class GP(ExactGP, NoiselessForm, OutputWarping):
     options_added = {"output_warp": False}
 
     def __init__(self, space: Space, kernel: str = "matern52", noise_prior=(-4.0, 1.0), warp: bool = False,
-                 saas: bool = False, output_warp: bool = False):
+                 saas: bool = False, output_warp: bool | str = False):
         super().__init__(space)
         if kernel not in STATIONARY:
             raise ValueError(f"kernel must be one of {sorted(STATIONARY)}, got {kernel!r}")
-        for flag, value in (("warp", warp), ("saas", saas), ("output_warp", output_warp)):
+        for flag, value in (("warp", warp), ("saas", saas)):
             if not isinstance(value, (bool, np.bool_)):
                 raise TypeError(f"{flag} must be True or False, got {value!r}")
-        self.warp, self.saas, self.output_warp = bool(warp), bool(saas), bool(output_warp)
-        if self.warp or self.saas or self.output_warp:
-            self.name = "gp" + "_warp" * self.warp + "_saas" * self.saas + "_yj" * self.output_warp
+        self.warp, self.saas, self.output_warp = bool(warp), bool(saas), output_warp_named(output_warp)
+        if self.warp or self.saas or self.output_warp is not None:
+            self.name = "gp" + "_warp" * self.warp + "_saas" * self.saas + warped_suffix(self.output_warp)
         self.base_kernel = kernel
         self.noise_prior = tuple(noise_prior)
         self.num_idx = np.flatnonzero(space.kinds != CATEGORICAL)
@@ -211,7 +213,7 @@ class GP(ExactGP, NoiselessForm, OutputWarping):
 
     def options(self) -> dict:
         return {"kernel": self.base_kernel, "noise_prior": list(self.noise_prior), "warp": self.warp, "saas": self.saas,
-                "output_warp": self.output_warp}
+                "output_warp": output_warp_option(self.output_warp)}
 
     def sample_hyperparameters(self) -> dict:
         params = gp_priors(len(self.num_idx), len(self.cat_idx), *self.noise_prior, saas=self.saas)
