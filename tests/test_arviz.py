@@ -21,9 +21,9 @@ from zoo.gp import gp_cholesky
 
 pytestmark = pytest.mark.arviz
 
-CONDITIONAL = {"addtree", "addtree_shared", "addtree_yj", "jenatton", "independent"}  # registered models of tree spaces
+CONDITIONAL = {"addtree", "addtree_shared", "addtree_yj", "addtree_yjw", "jenatton", "independent"}  # registered models of tree spaces
 #: registered models that score a warp of y inferred per draw (zoo.base.OutputWarping): not Gaussian in y
-WARPED = {"gp_yj", "addtree_yj"}
+WARPED = {"gp_yj", "addtree_yj", "gp_yjw", "addtree_yjw"}
 
 
 MIXED_NUMERIC = Space([Real("a", 0.0, 1.0), Real("b", -2.0, 2.0), Integer("k", 0, 5)])
@@ -114,8 +114,8 @@ def _prior_draw_and_data(name, n, key):
     return surrogate, data, {k: v[0] for k, v in draw.items()}
 
 
-# addtree_yj warps y with the same code as gp_yj: in the slow run only
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "addtree_yj" else n
+# Add-Tree warps y with the same code as the GP: in the slow run only
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n.startswith("addtree") else n
                                   for n in sorted(WARPED)])
 def test_leave_one_out_terms_of_a_warped_likelihood_are_its_conditionals(name):
     """A warped model is not Gaussian in y, so the conditional comes from the joint by quadrature: log p(y_i |

@@ -41,7 +41,7 @@ def _problem(name):
 # same draws conditioned on the fantasies, optim.batch.with_pending), which jenatton and additive check in
 # the default run; the path-wise search then run is the BO step of the addtree trace runs. gp too (15 s in a
 # pytest-xdist worker): its batches under both strategies are the next test's, in the default run
-ASK_N_SLOW = HEAVY | {"addtree", "addtree_shared", "gp"}
+ASK_N_SLOW = HEAVY | {"addtree", "addtree_shared", "gp", "addtree_yjw"}  # the wide warp: addtree_yj's path
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in ASK_N_SLOW else n

@@ -23,7 +23,7 @@ def test_every_registered_surrogate_has_a_pinned_run():
     assert set(PINNED) == set(RUNS)
 
 
-HEAVY = {"bark", "treed", "independent", "gp_saas", "gp_yj"}  # each compiles its own sampler and optimizer (about 20 s): slow run only
+HEAVY = {"bark", "treed", "independent", "gp_saas", "gp_yj", "gp_yjw"}  # each compiles its own sampler and optimizer (about 20 s): slow run only
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in HEAVY else n for n in sorted(RUNS)])

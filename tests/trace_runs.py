@@ -66,6 +66,8 @@ RUNS = {
     "addtree_shared": ("jenatton_small", "addtree_shared", FAST, COLD),
     "addtree_yj": ("jenatton_small", "addtree_yj", FAST, COLD),  # the warp's power sampled: its own compiled sampler
     "gp_yj": ("jenatton_small", "gp_yj", FAST, COLD),
+    "addtree_yjw": ("jenatton_small", "addtree_yjw", FAST, COLD),  # the wide warp: its inverse bisects
+    "gp_yjw": ("jenatton_small", "gp_yjw", FAST, COLD),
     "jenatton": ("jenatton_small", "jenatton", FAST, COLD),
     "independent": ("jenatton_small", "independent", FAST, COLD),
     "random": ("jenatton_small", "random", {}, WARM),
