@@ -156,9 +156,8 @@ def test_every_zoo_model_is_rebuilt_from_its_recorded_class_and_options():
 
     flat = Space([Real("a", 0.0, 1.0), Real("b", -1.0, 2.0), Real("c", 0.0, 5.0)])
     tree = jenatton_small().space
-    registered = {name: SURROGATES[name](tree if name in ("addtree", "addtree_shared", "addtree_yj", "addtree_yjw", "jenatton",
-                                                           "independent")
-                                         else flat) for name in sorted(SURROGATES)}
+    tree_models = ("addtree", "addtree_shared", "addtree_yj", "addtree_yjw", "jenatton", "independent")
+    registered = {name: SURROGATES[name](tree if name in tree_models else flat) for name in sorted(SURROGATES)}
     assert {n for n, m in registered.items() if offers(m, NoiselessForm)} == set(NOISELESS)  # the refusal's list
     models = list(registered.values())
     models += [GP(flat, kernel="rbf", noise_prior=(-6.0, 0.5), warp=True, saas=True),

@@ -300,7 +300,8 @@ def test_thompson_proposals_optimize_one_uniformly_picked_draw_conditioned_on_it
     np.testing.assert_allclose(np.vstack(conditioned.predict(Xq)), np.vstack(expected.predict(Xq)), rtol=1e-12)
     before, after = post.draw(k).predict(pending)[1][0], conditioned.predict(pending)[1][0]
     # the draw's whole noise variance on the data rows, the zoo's floor and jitter included (zoo.linalg)
-    s2 = (float(np.asarray(post.draw(k).flat_samples()["noise"])[0]) + NOISE_FLOOR + JITTER) * float(post.data.y_std) ** 2
+    noise = float(np.asarray(post.draw(k).flat_samples()["noise"])[0])
+    s2 = (noise + NOISE_FLOOR + JITTER) * float(post.data.y_std) ** 2
     assert best == min(y.min(), expected.predict(pending)[0].min()) and np.all(after < before)
     assert np.all(after <= before * s2 / (before + s2) * (1 + 1e-6)), (after, before, s2)
     assert with_pending("thompson", post, X, y, np.zeros((0, 2)))[0] is post

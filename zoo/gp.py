@@ -150,7 +150,7 @@ class ExactGP(Surrogate):
     def log_likelihood(self, sample, data, loo=False):
         terms = linalg.user_loglik(data._replace(y=self._targets(data, sample)), sample["mean"] * data.mask,
                                    gp_cholesky(data, sample, self.data_kernel), loo)
-        if self.output_warp is not None:  # the change of variables from the warped values back to y (Snelson et al., Eq. 5)
+        if self.output_warp is not None:  # the change of variables back to y (Snelson et al., Eq. 5)
             terms = terms + jnp.where(data.mask, self.output_warp.log_jacobian(data.y, sample[WARP_SITE]), 0.0)
         return terms
 

@@ -125,9 +125,9 @@ class WideYeoJohnson(OutputWarp):
 
     def forward(self, z, lam):
         a = jnp.log1p(jnp.abs(z))
-        near0 = lam == 0.0  # the upper branch's limit log(1 + z) at lambda = 0 (a safe divisor elsewhere)
-        safe = jnp.where(near0, 1.0, lam)
-        upper = jnp.where(near0, a, jnp.expm1(safe * a) / safe)
+        at0 = lam == 0.0  # the upper branch's limit log(1 + z) at lambda = 0 (a safe divisor elsewhere)
+        safe = jnp.where(at0, 1.0, lam)
+        upper = jnp.where(at0, a, jnp.expm1(safe * a) / safe)
         lower = -jnp.expm1((2.0 - lam) * a) / (2.0 - lam)
         return jnp.where(z >= 0, upper, lower) + TAIL_SLOPE * z
 

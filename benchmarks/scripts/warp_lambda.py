@@ -32,7 +32,8 @@ def main() -> None:
     parser.add_argument("--method", default="addtree/yeo-johnson")
     args = parser.parse_args()
     records = {(r["problem"], r["seed"]): r for r in load_records(args.path) if r["method"] == args.method}
-    print(f"| problem | seed | ML lambda (standardized values) | {' | '.join(f'{m}: q10 / q50 / q90' for m in args.models)} |")
+    heads = " | ".join(f"{m}: q10 / q50 / q90" for m in args.models)
+    print(f"| problem | seed | ML lambda (standardized values) | {heads} |")
     print("|---|---|---|" + "---|" * len(args.models))
     for problem in args.problems:
         space = get_problem(problem).space
