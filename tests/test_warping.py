@@ -56,8 +56,8 @@ def test_the_wide_warp_is_yeo_johnson_plus_a_linear_tail_a_bijection_that_invert
         assert np.allclose(np.asarray(wide.log_jacobian(z, lam)), np.log(slope), atol=1e-10), lam
         grads = np.asarray(jax.vmap(jax.grad(wide.inverse), in_axes=(0, None))(jnp.asarray(w), lam))
         assert np.allclose(grads * slope, 1.0, atol=1e-9), lam
-    if_bounded = stats.yeojohnson(np.array([1e6]), lmbda=-0.5)[0]
-    assert if_bounded < 2.0 < float(wide.forward(1e6, -0.5))  # plain Yeo-Johnson stops below -1/lambda = 2
+    plain = stats.yeojohnson(np.array([1e6]), lmbda=-0.5)[0]
+    assert plain < 2.0 < float(wide.forward(1e6, -0.5))  # plain Yeo-Johnson stops below -1/lambda = 2
 
 
 def test_output_warp_options_name_the_warp_and_rebuild_it(flat2):
