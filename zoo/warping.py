@@ -48,12 +48,13 @@ WIDE_RANGE = (-1.0, 2.0)
 TAIL_SLOPE = 0.01
 
 
-def warp_prior():
-    """lambda ~ 2 Beta(2, 2) on (0, 2). The affine map is given the unit interval as its domain so that the support
-    is (0, 2) and NUTS moves lambda through a bijection onto it (with the default real domain the support is the
-    real line: chains wandered below 0, where the Beta density is undefined, and calibration failed)."""
+def warp_prior(lo: float = 0.0, hi: float = 2.0):
+    """lambda ~ lo + (hi - lo) Beta(2, 2), by default on (0, 2). The affine map is given the unit interval as its
+    domain so that the support is (lo, hi) and NUTS moves lambda through a bijection onto it (with the default real
+    domain the support is the real line: chains wandered below 0, where the Beta density is undefined, and
+    calibration failed)."""
     return dist.TransformedDistribution(dist.Beta(*WARP_BETA),
-                                        dist.transforms.AffineTransform(0.0, 2.0, domain=constraints.unit_interval))
+                                        dist.transforms.AffineTransform(lo, hi - lo, domain=constraints.unit_interval))
 
 
 def yeo_johnson(z, lam):
@@ -79,6 +80,8 @@ class OutputWarp:
     lambda of its prior's support: the prior, the map, its inverse and log g'. Models hold one (`output_warp`)."""
 
     name: str
+    #: what the warp adds to a model's registered name ("gp" + suffix)
+    suffix: str
 
     def prior(self):
         raise NotImplementedError
@@ -96,7 +99,7 @@ class OutputWarp:
 class YeoJohnson(OutputWarp):
     """Yeo & Johnson's map with lambda in (0, 2) (`warp_prior`), inverted in closed form."""
 
-    name = YEO_JOHNSON
+    name, suffix = YEO_JOHNSON, "_yj"
 
     def prior(self):
         return warp_prior()
@@ -114,14 +117,12 @@ class YeoJohnson(OutputWarp):
 class WideYeoJohnson(OutputWarp):
     """Yeo & Johnson's map plus TAIL_SLOPE z, lambda in (-1, 2) (the module's docstring says why)."""
 
-    name = YEO_JOHNSON_WIDE
+    name, suffix = YEO_JOHNSON_WIDE, "_yjw"
     #: bisection steps of the inverse: the bracket is at most |w| / TAIL_SLOPE wide, 2^-100 of it is below rounding
     BISECTIONS = 100
 
     def prior(self):
-        lo, hi = WIDE_RANGE
-        return dist.TransformedDistribution(
-            dist.Beta(*WARP_BETA), dist.transforms.AffineTransform(lo, hi - lo, domain=constraints.unit_interval))
+        return warp_prior(*WIDE_RANGE)
 
     def forward(self, z, lam):
         a = jnp.log1p(jnp.abs(z))
@@ -132,7 +133,7 @@ class WideYeoJohnson(OutputWarp):
         return jnp.where(z >= 0, upper, lower) + TAIL_SLOPE * z
 
     def log_jacobian(self, z, lam):
-        return jnp.logaddexp((lam - 1.0) * jnp.sign(z) * jnp.log1p(jnp.abs(z)), jnp.log(TAIL_SLOPE))
+        return jnp.logaddexp(yeo_johnson_log_jacobian(z, lam), jnp.log(TAIL_SLOPE))
 
     def inverse(self, w, lam):
         w, lam = jnp.broadcast_arrays(jnp.asarray(w, jnp.float64), jnp.asarray(lam, jnp.float64))
@@ -172,7 +173,7 @@ def output_warp_option(warp: OutputWarp | None):
 
 def warped_suffix(warp: OutputWarp | None) -> str:
     """The registered-name suffix of a model with `warp`: "_yj", "_yjw" (wide), "" for none."""
-    return "" if warp is None else {YEO_JOHNSON: "_yj", YEO_JOHNSON_WIDE: "_yjw"}[warp.name]
+    return "" if warp is None else warp.suffix
 
 
 def sample_warped_targets(y, mask, warp: OutputWarp):
