@@ -37,8 +37,10 @@ from optim.journal import write_journal_atomically
 from optim.parallel import SerialExecutor, as_executor, check_picklable, evaluate_concurrently
 from optim.registry import (NOISELESS, available, make_surrogate, optimizer_from_dict, optimizer_to_dict,
                             resolve_optimizer, surrogate_from_dict, surrogate_to_dict, with_added_options)
-from optim.transforms import FIXED_TRANSFORMS, check_output_transform, check_value_for, transform_outputs
-from zoo.base import NoiselessForm, Surrogate, offers
+from optim.transforms import (FIXED_TRANSFORMS, WARPED_TRANSFORM, check_output_transform, check_value_for,
+                              transform_outputs, warped_power)
+from zoo.base import NoiselessForm, OutputWarping, Surrogate, offers
+from zoo.warping import YEO_JOHNSON_WIDE
 from zoo.space import Space
 
 FORMAT_VERSION = 2  # JSON snapshots (`save`); 1: before several evaluations could be pending (still loads)
@@ -108,6 +110,7 @@ class Stream(enum.IntEnum):
     OPTIMIZER = 3  # the acquisition optimizer
     BATCH = 4  # the outcomes 'fantasy' and 'qei' sample at pending points, the draw 'thompson' picks
     RESTART = 5  # the cold chains run beside warm ones (SamplerSettings.restart_every)
+    WARP = 6  # the fit of the warped twin whose power output_transform='yeo-johnson-warped' takes
 
 
 def derive_seed(seed: int, step: int, stream: Stream) -> int:
@@ -271,10 +274,24 @@ class BayesOpt:
             output_transform = ((header or {}).get("output_transform")
                                 or (self.auto_choice.output_transform if self.auto_choice is not None else "none"))
         self.output_transform = check_output_transform(output_transform)
+        # "yeo-johnson-warped": the surrogate's warped twin, fitted at each MCMC fit for the power of the one map
+        self._warp_twin, self._warp_warm, self.warp_power = self._warped_twin(), None, None
         self.journal: Journal | None = None
         self.resumed = 0  # evaluations found in an existing journal at construction
         if journal is not None:
             self._attach_journal(journal)
+
+    def _warped_twin(self) -> Surrogate | None:
+        """The surrogate with the wide output warp (zoo.warping), where the transform takes its power from it; a
+        surrogate that cannot be warped, or is warped already, is refused here, before any evaluation."""
+        if self.output_transform != WARPED_TRANSFORM:
+            return None
+        model = self.surrogate
+        if model is None or not isinstance(model, OutputWarping) or offers(model, OutputWarping):
+            raise ValueError(f"output_transform={WARPED_TRANSFORM!r} needs an unwarped surrogate whose class declares "
+                             f"zoo.base.OutputWarping (gp, addtree), got {self.surrogate_spec!r}")
+        twin = type(model)(self.space, **{**model.options(), "output_warp": YEO_JOHNSON_WIDE})
+        return twin.noiseless() if self.deterministic else twin
 
     @staticmethod
     def default_n_init(space: Space) -> int:
@@ -348,14 +365,18 @@ class BayesOpt:
     def _suggest(self, step: int, obs: list[dict], refit: bool = True):
         s = self.sampler
         X = self.space.encode([h["config"] for h in obs])
-        y = transform_outputs([h["value"] for h in obs], self.output_transform, n_fit=self.n_init)
+        values = [h["value"] for h in obs]
         t0 = time.perf_counter()
         cold_refits, restart, conditioned = 0, None, False
+        cold = self._warm is None
+        restarting = refit and not cold and s.restarts_at(step - self.n_init + 1)
+        conditioning = refit and not cold and not restarting and self.posterior is not None and (
+            self._since_fit + 1 < s.refit_every or len(obs) < (1.0 + s.refit_growth) * self._fit_n)
+        if self._warp_twin is not None and (self.warp_power is None or (refit and not conditioning)):
+            self.warp_power = self._fit_warp_power(step, X, np.asarray(values, dtype=np.float64))
+        y = transform_outputs(values, self.output_transform, n_fit=self.n_init, power=self.warp_power)
         if refit:
-            cold = self._warm is None
-            restarting = not cold and s.restarts_at(step - self.n_init + 1)
-            if not cold and not restarting and self.posterior is not None and (
-                    self._since_fit + 1 < s.refit_every or len(obs) < (1.0 + s.refit_growth) * self._fit_n):
+            if conditioning:
                 self._since_fit, conditioned = self._since_fit + 1, True
                 # a fixed transform keeps each value's place on the model's scale, so the draws are conditioned in
                 # the last fit's standardization: each draw's exact GP update. A refitted transform moves every
@@ -406,6 +427,7 @@ class BayesOpt:
         else:
             source = "bo"
         info = {"fit_seconds": t1 - t0, "acq_seconds": time.perf_counter() - t1, "acq_value": float(value),
+                **({"warp_power": round(self.warp_power, 4)} if self._warp_twin is not None else {}),
                 **({"conditioned": True} if conditioned else {}),  # no MCMC: the last draws, given the new data
                 **({"thompson_fallback": "the draw's proposal repeated a point: the believer's"} if fallback else {}),
                 **({"cold_refit": "the warm-started chains froze"} if cold_refits else {}),
@@ -414,6 +436,19 @@ class BayesOpt:
         if isinstance(extra, dict):  # e.g. the MIP's status, gap and whether it fell back to the pool
             info["optimizer_info"] = extra
         return config, source, info
+
+    def _fit_warp_power(self, step: int, X, values) -> float:
+        """The median power of the warped twin's draws given the user's values (warm-started from its last fit)."""
+        s = self.sampler
+        for start in (self._warp_warm, None):  # a warm start whose chains froze is redone from a cold one
+            posterior = sample(self._warp_twin, X, values, derive_seed(self.seed, step, Stream.WARP),
+                               num_warmup=s.warm_warmup if start is not None else s.cold_warmup,
+                               num_samples=s.num_samples, num_chains=s.num_chains, thinning=s.thinning, init=start,
+                               max_tree_depth=s.max_tree_depth, workers=self.chain_workers)
+            if start is None or not np.any(posterior.frozen_chains()):
+                break
+        self._warp_warm = posterior.last_state
+        return warped_power(posterior)
 
     @staticmethod
     def _restarted(warm: Posterior, cold: Posterior) -> tuple[Posterior, dict]:

@@ -40,6 +40,14 @@ and maximize the acquisition on the transformed scale and still minimize the ori
   Jenatton et al.'s functions it did worse than Yeo-Johnson on both and stalled after 50 evaluations (BENCHMARKS.md,
   "Normal scores of the ranks as the output transform"): the ranks discard the shape of each leaf's bowl. `auto`
   does not pair it with any model.
+- ``"yeo-johnson-warped"``: one map for every posterior draw, its power chosen by the model's fit of a warp rather
+  than by the marginal normality of y. The loop first fits the surrogate's warped twin (the same model with
+  ``output_warp="yeo-johnson-wide"``, zoo.warping: lambda sampled with the kernel's hyperparameters, Snelson et al.'s
+  change of variables), takes the median of its draws' lambda, and passes it here as `power`; the model then fits
+  the wide Yeo-Johnson map of the standardized values at that one power (its lambda is refitted at every MCMC
+  fit, kept at the conditioned steps between them). Why: the warped twin's draws each predict on their own scale,
+  and the integrated acquisition averages them; this puts every draw on one scale and keeps the twin's choice of
+  lambda (BENCHMARKS.md, "One scale for every draw"). Costs a second MCMC fit per refit.
 """
 
 from __future__ import annotations
@@ -49,7 +57,11 @@ import math
 import numpy as np
 from scipy import stats
 
-OUTPUT_TRANSFORMS = ("none", "log", "yeo-johnson", "yeo-johnson-design", "log-tail", "copula")
+from zoo.warping import WARP_SITE, WideYeoJohnson
+
+OUTPUT_TRANSFORMS = ("none", "log", "yeo-johnson", "yeo-johnson-design", "log-tail", "copula", "yeo-johnson-warped")
+#: the transform whose power the loop takes from the posterior of the surrogate's warped twin (`warped_power`)
+WARPED_TRANSFORM = "yeo-johnson-warped"
 #: the transforms whose map from a value to the model's scale never changes as values arrive, so a value keeps its
 #: transformed value from one BO iteration to the next. The others are refitted on every call ("yeo-johnson-design"
 #: too: before its n_fit values, and where its power sends a new value to inf, it falls back to another map)
@@ -70,13 +82,18 @@ def check_value_for(kind: str, value: float) -> None:
                          "use 'yeo-johnson' for values of any sign")
 
 
-def transform_outputs(y, kind: str, n_fit: int | None = None) -> np.ndarray:
+def transform_outputs(y, kind: str, n_fit: int | None = None, power: float | None = None) -> np.ndarray:
     """The values `y` [n] on the transformed scale (order-preserving); "yeo-johnson-design" is fitted on the
-    first `n_fit` of them (at least 3; all of them when `n_fit` is None)."""
+    first `n_fit` of them (at least 3; all of them when `n_fit` is None); "yeo-johnson-warped" maps them at the
+    given `power` (lambda, from `warped_power`)."""
     check_output_transform(kind)
     y = np.asarray(y, dtype=np.float64)
     if kind == "none":
         return y
+    if kind == WARPED_TRANSFORM:
+        if power is None or not math.isfinite(power):
+            raise ValueError(f"output_transform={WARPED_TRANSFORM!r} needs the warped twin's power, got {power!r}")
+        return _wide_yeo_johnson(y, float(power))
     if kind == "log":
         if y.size:
             check_value_for(kind, float(np.min(y)))
@@ -121,3 +138,18 @@ def _log_tail(y: np.ndarray) -> np.ndarray:
     out = y.copy()
     out[above] = m + s * np.log1p((y[above] - m) / s)
     return out
+
+
+def _wide_yeo_johnson(y: np.ndarray, power: float) -> np.ndarray:
+    """zoo.warping's wide Yeo-Johnson map of the standardized values at lambda = `power` (a bijection of the real
+    line for lambda in (-1, 2)); fewer than 2 distinct values: the standardized values."""
+    scale = np.std(y) if y.size > 1 else 0.0
+    if not (scale > 0.0 and np.isfinite(scale)):
+        return y - np.mean(y) if y.size else y
+    z = (y - np.mean(y)) / scale
+    return np.asarray(WideYeoJohnson().forward(z, power), dtype=np.float64)
+
+
+def warped_power(posterior) -> float:
+    """The median over a warped posterior's draws of its power lambda (zoo.warping.WARP_SITE)."""
+    return float(np.median(np.asarray(posterior.flat_samples()[WARP_SITE])))
