@@ -275,7 +275,7 @@ class BayesOpt:
                                 or (self.auto_choice.output_transform if self.auto_choice is not None else "none"))
         self.output_transform = check_output_transform(output_transform)
         # "yeo-johnson-warped": the surrogate's warped twin, fitted at each MCMC fit for the power of the one map
-        self._warp_twin, self._warp_warm, self.warp_power = self._warped_twin(), None, None
+        self.warp_twin, self._warp_warm, self.warp_power = self._warped_twin(), None, None
         self.journal: Journal | None = None
         self.resumed = 0  # evaluations found in an existing journal at construction
         if journal is not None:
@@ -372,7 +372,7 @@ class BayesOpt:
         restarting = refit and not cold and s.restarts_at(step - self.n_init + 1)
         conditioning = refit and not cold and not restarting and self.posterior is not None and (
             self._since_fit + 1 < s.refit_every or len(obs) < (1.0 + s.refit_growth) * self._fit_n)
-        if self._warp_twin is not None and (self.warp_power is None or (refit and not conditioning)):
+        if self.warp_twin is not None and (self.warp_power is None or (refit and not conditioning)):
             self.warp_power = self._fit_warp_power(step, X, np.asarray(values, dtype=np.float64))
         y = transform_outputs(values, self.output_transform, n_fit=self.n_init, power=self.warp_power)
         if refit:
@@ -427,7 +427,7 @@ class BayesOpt:
         else:
             source = "bo"
         info = {"fit_seconds": t1 - t0, "acq_seconds": time.perf_counter() - t1, "acq_value": float(value),
-                **({"warp_power": round(self.warp_power, 4)} if self._warp_twin is not None else {}),
+                **({"warp_power": round(self.warp_power, 4)} if self.warp_twin is not None else {}),
                 **({"conditioned": True} if conditioned else {}),  # no MCMC: the last draws, given the new data
                 **({"thompson_fallback": "the draw's proposal repeated a point: the believer's"} if fallback else {}),
                 **({"cold_refit": "the warm-started chains froze"} if cold_refits else {}),
@@ -441,7 +441,7 @@ class BayesOpt:
         """The median power of the warped twin's draws given the user's values (warm-started from its last fit)."""
         s = self.sampler
         for start in (self._warp_warm, None):  # a warm start whose chains froze is redone from a cold one
-            posterior = sample(self._warp_twin, X, values, derive_seed(self.seed, step, Stream.WARP),
+            posterior = sample(self.warp_twin, X, values, derive_seed(self.seed, step, Stream.WARP),
                                num_warmup=s.warm_warmup if start is not None else s.cold_warmup,
                                num_samples=s.num_samples, num_chains=s.num_chains, thinning=s.thinning, init=start,
                                max_tree_depth=s.max_tree_depth, workers=self.chain_workers)
