@@ -191,9 +191,9 @@ class BayesOpt:
     (optim.journal), and an existing journal of the same run is resumed (one of another run is refused).
     `output_transform`: None (a resumed journal's; otherwise the transform `surrogate="auto"` pairs with its
     pick, else "none"), "none", "log", "yeo-johnson", "yeo-johnson-design" (fitted once, on the first `n_init`
-    values), "log-tail" (the values above their median on a log scale) or "copula" (normal scores of the ranks;
-    optim.transforms); the run's is
-    `opt.output_transform`.
+    values), "log-tail" (the values above their median on a log scale), "copula" (normal scores of the ranks) or
+    "yeo-johnson-warped" (optim.transforms: one map at the median power of the surrogate's warped twin, `warp_twin`,
+    fitted beside the model; each BO step records `warp_power`); the run's is `opt.output_transform`.
     `chain_workers`: 0 (default) or 1 runs each fit's MCMC chains in this process; k >= 2 runs them in k child
     processes side by side, one core each (`inference.ChainWorkers`, started at the first fit and stopped by
     `close`); or a `ChainWorkers` of the caller's, which `close` leaves running. It pays where one fit takes
@@ -785,7 +785,7 @@ def minimize(objective: Callable[[dict], float], space: Space, surrogate="auto",
 
     `settings`: `sampler=SamplerSettings(...)`, `optimizer=` (see `BayesOpt`), `design="sobol"|"paths"`,
     `batch_strategy="believer"|"liar"|"fantasy"|"qei"|"thompson"` (optim.batch),
-    `output_transform="none"|"log"|"yeo-johnson"|"yeo-johnson-design"|"log-tail"|"copula"` (the model fits a monotone
+    `output_transform="none"|"log"|"yeo-johnson"|"yeo-johnson-design"|"log-tail"|"copula"|"yeo-johnson-warped"` (the model fits a monotone
     transform of the values: for heavy-tailed objectives; unset, a resumed checkpoint's, otherwise the transform that
     `surrogate="auto"` pairs with its pick, else "none"), `deterministic=True` (the objective returns exact
     values, e.g. a simulation: the model's noise prior moves to `zoo.base.NOISELESS_PRIOR`), `chain_workers=k` (each

@@ -231,6 +231,61 @@ def test_the_design_fitted_transform_is_fitted_on_the_initial_design(flat2):
     assert opt.posterior.data.y_mean != pytest.approx(np.mean(transform_outputs(values, "yeo-johnson")))
 
 
+def test_the_warped_transform_is_the_wide_warp_of_the_standardized_values_at_the_given_power():
+    from optim.transforms import transform_outputs
+    from zoo.warping import TAIL_SLOPE, WideYeoJohnson
+
+    y = np.random.default_rng(0).lognormal(0.0, 1.5, 30)
+    z = (y - y.mean()) / y.std()
+    order = np.argsort(y)
+    for power in (-0.8, 0.0, 0.4, 1.5):
+        out = transform_outputs(y, "yeo-johnson-warped", power=power)
+        np.testing.assert_allclose(out, np.asarray(WideYeoJohnson().forward(z, power)), rtol=1e-12)
+        assert np.all(np.diff(out[order]) > 0)
+    # at lambda = 1 Yeo-Johnson is the identity, so the wide map is z plus its tail slope
+    np.testing.assert_allclose(transform_outputs(y, "yeo-johnson-warped", power=1.0), (1 + TAIL_SLOPE) * z, rtol=1e-12)
+    with pytest.raises(ValueError, match="power"):
+        transform_outputs(y, "yeo-johnson-warped")
+
+
+def test_the_warped_transform_takes_the_twins_median_power_and_fits_one_scale(flat2):
+    """At a fit the loop samples the surrogate's wide-warped twin and maps the values at the median of its draws'
+    lambda; the model it then fits has no lambda of its own, so every draw predicts on that one scale."""
+    from inference import sample
+    from optim.loop import Stream, derive_seed
+    from optim.transforms import transform_outputs, warped_power
+    from zoo.warping import WARP_SITE, WideYeoJohnson
+
+    opt = _run(BayesOpt(flat2, "gp", seed=2, n_init=4, output_transform="yeo-johnson-warped", **FAST), branin_like, 6)
+    assert isinstance(opt.warp_twin, GP) and isinstance(opt.warp_twin.output_warp, WideYeoJohnson)
+    powers = [h["warp_power"] for h in opt.history[4:]]
+    assert all(-1.0 < p < 2.0 for p in powers) and powers[0] != powers[1]
+    # the first BO step's power: the twin's cold fit on the design, with the WARP stream's seed
+    X = flat2.encode([h["config"] for h in opt.history[:4]])
+    values = np.array([h["value"] for h in opt.history[:4]])
+    s = FAST_SAMPLER
+    twin = sample(opt.warp_twin, X, values, derive_seed(2, 4, Stream.WARP), num_warmup=s.cold_warmup,
+                  num_samples=s.num_samples, num_chains=s.num_chains, thinning=s.thinning,
+                  max_tree_depth=s.max_tree_depth)
+    assert powers[0] == round(warped_power(twin), 4)
+    # the last fit: the values at the last power, and no lambda among the model's sites
+    fitted = transform_outputs([h["value"] for h in opt.history[:5]], "yeo-johnson-warped", power=opt.warp_power)
+    np.testing.assert_allclose(opt.posterior.y, fitted, rtol=1e-12)
+    assert WARP_SITE not in opt.posterior.flat_samples()
+    again = _run(BayesOpt(flat2, "gp", seed=2, n_init=4, output_transform="yeo-johnson-warped", **FAST), branin_like, 6)
+    assert [h["config"] for h in again.history] == [h["config"] for h in opt.history]
+
+
+def test_the_warped_transform_refuses_models_it_cannot_warp_before_any_evaluation(flat2):
+    from zoo.base import NOISELESS_PRIOR
+
+    for surrogate in ("random", "gp_yjw", "additive"):
+        with pytest.raises(ValueError, match="yeo-johnson-warped"):
+            BayesOpt(flat2, surrogate, output_transform="yeo-johnson-warped")
+    exact = BayesOpt(flat2, "gp", deterministic=True, output_transform="yeo-johnson-warped")
+    assert exact.warp_twin.noise_prior == exact.surrogate.noise_prior == NOISELESS_PRIOR
+
+
 def test_log_output_transform_fits_log_values_and_survives_save_load(flat2, tmp_path):
     def fn(c):
         return math.exp(5.0 * branin_like(c))
