@@ -2,6 +2,7 @@
 
 Jenatton et al.'s tree-structured function: x1 picks a subtree, x2/x3 pick a leaf, each leaf owns
 one real parameter, and each subtree a shared one. Optimum 0.1. Run: python examples/quickstart.py
+(writes quickstart.png, the run's convergence plot, where matplotlib is installed).
 """
 
 import os
@@ -19,3 +20,9 @@ print(result)
 print(f"regret {problem.regret(result.best_value):.2e}")
 sources = [h["source"] for h in result.history]
 print("evaluations by source:", {s: sources.count(s) for s in set(sources)})
+try:  # the regret of each evaluation and the best so far, on a log scale
+    path = os.path.join(os.environ.get("TREEZOO_EXAMPLES_OUT", "."), "quickstart.png")
+    result.plot(problem.optimum, path=path)
+    print(f"convergence plot: {path}")
+except ImportError as exc:
+    print(exc)

@@ -1,10 +1,11 @@
-"""`treezoo` command line: run BO on a built-in problem, list problems and surrogates."""
+"""`treezoo` command line: run BO on a built-in problem, plot a saved run, list problems and surrogates."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import math
+import os
 import sys
 import time
 
@@ -95,6 +96,15 @@ def _parser() -> argparse.ArgumentParser:
                      help="run each fit's MCMC chains in this many child processes, one core each (default 0: in "
                           "this process); pays where a fit takes seconds")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--plot", default=None, metavar="FILE",
+                     help="write the run's convergence plot here at the end (.png, .pdf, .svg; needs matplotlib)")
+    plot = sub.add_parser("plot", help="draw the convergence plot of a run saved with --save (finished or running)")
+    plot.add_argument("path", help="the run's journal (or a snapshot saved by BayesOpt.save)")
+    plot.add_argument("--out", default=None, metavar="FILE",
+                      help="the figure's file (default: the journal's name with .png)")
+    plot.add_argument("--optimum", type=float, default=None,
+                      help="a known minimum: plot the regret on a log scale")
+    plot.add_argument("--seconds", action="store_true", help="add a panel of each proposal's fit and acquisition seconds")
     sub.add_parser("problems", help="list built-in problems")
     sub.add_parser("surrogates", help="list registered surrogates")
     return p
@@ -109,7 +119,11 @@ def main(argv=None) -> int:
     warnings.formatwarning = _short_warning  # a user reads the message, not our source line
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.command == "plot":
+        return _plot_saved_run(parser, args)
     if args.command == "run":
+        if args.plot is not None:
+            _check_plot_file(parser, "--plot", args.plot)
         if args.deterministic and (args.noise > 0 or args.surrogate == "random"):
             parser.error("--deterministic needs a model (not random search) and a noiseless problem (--noise 0)")
         if args.n_init is not None and args.n_init > args.budget:
@@ -191,6 +205,47 @@ def main(argv=None) -> int:
         print(f"regret:      {problem.regret(result.best_value):.3e}  (known optimum {problem.optimum})")
     print(f"best config: {json.dumps(result.best_config)}")
     print(f"evaluations: {len(result.history)} ({failed} failed) in {time.perf_counter() - t0:.1f} s")
+    if args.plot is not None:  # with --noise the observed values may fall below the optimum: plot them as they are
+        optimum = problem.optimum if args.noise == 0 else None
+        result.plot(optimum, path=args.plot, title=f"{problem.name}, {checked.surrogate_spec}, seed {args.seed}")
+        print(f"plot:        {args.plot}")
+    return 0
+
+
+def _check_plot_file(parser, flag: str, path: str) -> None:
+    """Refuse, before any work, a figure file matplotlib cannot write or a folder that does not exist."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        parser.error(f'{flag} needs matplotlib: pip install "treezoo[plot]"')
+    suffix = os.path.splitext(path)[1].lstrip(".").lower()
+    formats = Figure().canvas.get_supported_filetypes()
+    if suffix not in formats:
+        parser.error(f"{flag} {path}: the file's suffix must name a figure format ({', '.join(sorted(formats))})")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        parser.error(f"{flag} {path}: the folder {folder} does not exist")
+
+
+def _plot_saved_run(parser, args) -> int:
+    """`treezoo plot`: read a saved run without taking its lock, and draw its history."""
+    out = args.out or os.path.splitext(args.path)[0] + ".png"
+    _check_plot_file(parser, "--out", out)
+    if not os.path.isfile(args.path):
+        parser.error(f"{args.path}: no such file")
+    from optim.loop import BayesOpt
+    from optim.plots import plot_history
+    try:
+        opt = BayesOpt.load(args.path)
+        running = f", {len(opt.pending)} running" if opt.pending else ""
+        plot_history(opt.history, args.optimum, seconds=args.seconds, path=out,
+                     title=f"{os.path.basename(args.path)}: {len(opt.history)} evaluations{running}")
+    except (ValueError, TypeError) as exc:
+        print(f"treezoo: {exc}", file=sys.stderr)
+        return 2
+    best = opt.best_value
+    print(f"{len(opt.history)} evaluations ({len(opt.pending)} running), best "
+          f"{'none yet' if best is None else format(best, '.6g')}: {out}")
     return 0
 
 

@@ -747,6 +747,13 @@ class Result:
         """Objective value per evaluation (NaN where it failed)."""
         return np.array([np.nan if h["value"] is None else h["value"] for h in self.history])
 
+    def plot(self, optimum: float | None = None, *, seconds: bool = False, ax=None, title: str | None = None,
+             path=None):
+        """The run's convergence plot (optim.plots.plot_history): each evaluation and the best so far; the
+        regret on a log scale given a known `optimum`; needs matplotlib."""
+        from optim.plots import plot_history
+        return plot_history(self.history, optimum, seconds=seconds, ax=ax, title=title, path=path)
+
     def __repr__(self):
         failed = sum(h["status"] != "ok" for h in self.history)
         return (f"Result(best_value={self.best_value!r}, best_config={self.best_config!r}, "

@@ -30,6 +30,7 @@ def test_example_runs(name, monkeypatch, tmp_path, capsys):
     out = capsys.readouterr().out
     if name == "quickstart.py":
         assert "Result(best_value=" in out and "regret" in out
+        assert (tmp_path / "quickstart.png").stat().st_size > 1000
     if name == "inspect_posterior.py":
         assert "r_hat" in out and (tmp_path / "gp_trace.png").stat().st_size > 1000
         assert (tmp_path / "gp_rank.png").stat().st_size > 1000

@@ -1,0 +1,126 @@
+"""The convergence plot of a BO run: each evaluation's value and the best so far, by evaluation number.
+
+A campaign's first question is whether it is still improving; a figure answers it at a glance where the
+history's numbers do not. The plot reads only a run's history (`Result.history`, `BayesOpt.history`, or a
+journal through `BayesOpt.load`), so it works on a finished run, on one still going in another process,
+and on runs of any surrogate. matplotlib is an optional dependency (``pip install "treezoo[plot]"``).
+
+- Points: every evaluation, marked by where its configuration came from (the initial design, the model's
+  proposal, a random fallback, one the user told); failed evaluations (an exception, NaN/inf, a value out
+  of range) as crosses along the top of the axes, since they have no value.
+- Line: the best value so far (a step function), over the successful evaluations.
+- With `optimum` (a known minimum, e.g. a built-in problem's), the y axis is the regret, value - optimum, on
+  a log scale; a regret of 0 is drawn at the smallest positive regret of the run divided by 10.
+- With `seconds=True`, a second panel shows each proposal's model-fit and acquisition seconds.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+#: how a history record's ``source`` is grouped in the legend, in drawing order
+SOURCE_GROUPS = (("init", "initial design", "C7", "s"), ("bo", "model's proposal", "C0", "o"),
+                 ("random", "random (fallback)", "C1", "D"), ("user", "told by you", "C2", "^"))
+
+
+#: relative distance below `optimum` at which a value is taken as a wrong optimum rather than rounding
+OPTIMUM_TOLERANCE = 1e-9
+
+
+def _group(source: str) -> str:
+    """The legend group of a record's source ("random:duplicate" -> "random"; anything unknown -> "bo")."""
+    head = str(source).split(":", 1)[0]
+    return head if head in ("init", "random", "user") else "bo"
+
+
+def best_so_far(history: list[dict]) -> np.ndarray:
+    """[n] the least successful value among the first i + 1 evaluations (NaN until one has succeeded)."""
+    values = np.array([h["value"] if h["status"] == "ok" else np.nan for h in history], dtype=np.float64)
+    return np.fmin.accumulate(values) if values.size else values
+
+
+def plot_history(history: list[dict], optimum: float | None = None, *, seconds: bool = False, ax=None,
+                 title: str | None = None, path=None):
+    """Draw a run's convergence plot (module docstring) and return the matplotlib figure; written to `path`
+    (any format matplotlib infers from the suffix) if given. `ax`: draw into these axes instead of a new figure
+    (then `seconds` is not available)."""
+    if not history:
+        raise ValueError("the run has no evaluations yet: nothing to plot")
+    if optimum is not None:
+        optimum = float(optimum)
+        if not math.isfinite(optimum):
+            raise ValueError(f"optimum must be a finite number, got {optimum!r}")
+    if ax is not None and seconds:
+        raise ValueError("seconds=True draws a second panel in a figure of its own: leave ax unset")
+    ok = [h["status"] == "ok" for h in history]
+    values = np.array([h["value"] if o else np.nan for h, o in zip(history, ok)], dtype=np.float64)
+    best = best_so_far(history)
+    if optimum is not None and any(ok):  # rounding may put a value a hair below a computed optimum: regret 0
+        least = float(np.nanmin(values))
+        if least < optimum - OPTIMUM_TOLERANCE * max(1.0, abs(optimum)):
+            raise ValueError(f"the run has a value below the stated optimum {optimum!r} (least value {least!r}): "
+                             "the regret would be negative")
+    fig, ax, ax_time = _axes(ax, seconds)
+    x = np.arange(1, len(history) + 1)
+    y, best_y = values, best
+    if optimum is not None:
+        y, best_y = values - optimum, best - optimum
+        positive = y[np.isfinite(y) & (y > 0)]
+        floor = (positive.min() if positive.size else 1.0) / 10.0
+        y, best_y = (np.where(np.isnan(v) | (v > 0), v, floor) for v in (y, best_y))
+        ax.set_yscale("log")
+    groups = np.array([_group(h.get("source", "bo")) for h in history])
+    for key, label, color, marker in SOURCE_GROUPS:
+        mask = (groups == key) & np.array(ok)
+        if mask.any():
+            ax.scatter(x[mask], y[mask], s=16, color=color, marker=marker, label=label, zorder=3)
+    ax.step(x, best_y, where="post", color="k", linewidth=1.4, label="best so far", zorder=4)
+    failed = ~np.array(ok)
+    if failed.any():  # no value to place them by: along the top of the axes
+        ax.scatter(x[failed], np.full(int(failed.sum()), 0.97), transform=ax.get_xaxis_transform(), marker="x",
+                   color="C3", s=24, label=f"failed ({int(failed.sum())})", zorder=5)
+    n_init = int(np.sum(groups == "init"))
+    if 0 < n_init < len(history):
+        ax.axvline(n_init + 0.5, color="0.6", linestyle="--", linewidth=0.8)
+    ax.set_xlabel("" if ax_time is not None else "evaluation")
+    ax.set_ylabel("regret (value - optimum)" if optimum is not None else "objective value")
+    if title is None:
+        final = best[-1]
+        title = (f"{len(history)} evaluations, best {final:.6g}" if math.isfinite(final)
+                 else f"{len(history)} evaluations, none succeeded")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, loc="best")
+    if ax_time is not None:
+        _draw_seconds(ax_time, history, x)
+    if path is not None:
+        fig.savefig(path, dpi=100, bbox_inches="tight")
+    return fig
+
+
+def _axes(ax, seconds: bool):
+    """(figure, convergence axes, seconds axes or None): new ones unless the user passed `ax`."""
+    if ax is not None:
+        return ax.figure, ax, None
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise ImportError('plotting needs matplotlib: pip install "treezoo[plot]"') from None
+    if not seconds:
+        fig = Figure(figsize=(6.4, 4.0), layout="constrained")
+        return fig, fig.add_subplot(), None
+    fig = Figure(figsize=(6.4, 5.6), layout="constrained")
+    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, 1.3))
+    return fig, top, bottom
+
+
+def _draw_seconds(ax, history: list[dict], x: np.ndarray) -> None:
+    """Stacked bars of each proposal's fit and acquisition seconds (zero for the design and told points)."""
+    fit = np.array([float(h.get("fit_seconds") or 0.0) for h in history])
+    acq = np.array([float(h.get("acq_seconds") or 0.0) for h in history])
+    ax.bar(x, fit, width=0.8, color="C0", label="fit")
+    ax.bar(x, acq, width=0.8, bottom=fit, color="C1", label="acquisition")
+    ax.set_ylabel("seconds")
+    ax.set_xlabel("evaluation")
+    ax.legend(fontsize=8, loc="upper left")
