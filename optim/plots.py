@@ -35,9 +35,14 @@ def _group(source: str) -> str:
     return head if head in ("init", "random", "user") else "bo"
 
 
+def _values(history: list[dict]) -> np.ndarray:
+    """[n] each evaluation's value, NaN where it failed."""
+    return np.array([h["value"] if h["status"] == "ok" else np.nan for h in history], dtype=np.float64)
+
+
 def best_so_far(history: list[dict]) -> np.ndarray:
     """[n] the least successful value among the first i + 1 evaluations (NaN until one has succeeded)."""
-    values = np.array([h["value"] if h["status"] == "ok" else np.nan for h in history], dtype=np.float64)
+    values = _values(history)
     return np.fmin.accumulate(values) if values.size else values
 
 
@@ -54,10 +59,10 @@ def plot_history(history: list[dict], optimum: float | None = None, *, seconds: 
             raise ValueError(f"optimum must be a finite number, got {optimum!r}")
     if ax is not None and seconds:
         raise ValueError("seconds=True draws a second panel in a figure of its own: leave ax unset")
-    ok = [h["status"] == "ok" for h in history]
-    values = np.array([h["value"] if o else np.nan for h, o in zip(history, ok)], dtype=np.float64)
-    best = best_so_far(history)
-    if optimum is not None and any(ok):  # rounding may put a value a hair below a computed optimum: regret 0
+    ok = np.array([h["status"] == "ok" for h in history])
+    values = _values(history)
+    best = np.fmin.accumulate(values)
+    if optimum is not None and ok.any():  # rounding may put a value a hair below a computed optimum: regret 0
         least = float(np.nanmin(values))
         if least < optimum - OPTIMUM_TOLERANCE * max(1.0, abs(optimum)):
             raise ValueError(f"the run has a value below the stated optimum {optimum!r} (least value {least!r}): "
@@ -73,11 +78,11 @@ def plot_history(history: list[dict], optimum: float | None = None, *, seconds: 
         ax.set_yscale("log")
     groups = np.array([_group(h.get("source", "bo")) for h in history])
     for key, label, color, marker in SOURCE_GROUPS:
-        mask = (groups == key) & np.array(ok)
+        mask = (groups == key) & ok
         if mask.any():
             ax.scatter(x[mask], y[mask], s=16, color=color, marker=marker, label=label, zorder=3)
     ax.step(x, best_y, where="post", color="k", linewidth=1.4, label="best so far", zorder=4)
-    failed = ~np.array(ok)
+    failed = ~ok
     if failed.any():  # no value to place them by: along the top of the axes
         ax.scatter(x[failed], np.full(int(failed.sum()), 0.97), transform=ax.get_xaxis_transform(), marker="x",
                    color="C3", s=24, label=f"failed ({int(failed.sum())})", zorder=5)
