@@ -98,13 +98,20 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--plot", default=None, metavar="FILE",
                      help="write the run's convergence plot here at the end (.png, .pdf, .svg; needs matplotlib)")
+    run.add_argument("--wall-clock", action="store_true",
+                     help="with --plot: seconds since the first proposal on the x axis, and a panel of the "
+                          "evaluations in flight (how busy --workers were)")
     plot = sub.add_parser("plot", help="draw the convergence plot of a run saved with --save (finished or running)")
     plot.add_argument("path", help="the run's journal (or a snapshot saved by BayesOpt.save)")
     plot.add_argument("--out", default=None, metavar="FILE",
                       help="the figure's file (default: the journal's name with .png)")
     plot.add_argument("--optimum", type=float, default=None,
                       help="a known minimum: plot the regret on a log scale")
-    plot.add_argument("--seconds", action="store_true", help="add a panel of each proposal's fit and acquisition seconds")
+    plot.add_argument("--seconds", action="store_true",
+                      help="add a panel of each proposal's fit and acquisition seconds (with --wall-clock: of the "
+                           "evaluations in flight)")
+    plot.add_argument("--wall-clock", action="store_true",
+                      help="seconds since the first proposal on the x axis instead of the evaluation number")
     sub.add_parser("problems", help="list built-in problems")
     sub.add_parser("surrogates", help="list registered surrogates")
     return p
@@ -124,6 +131,8 @@ def main(argv=None) -> int:
     if args.command == "run":
         if args.plot is not None:
             _check_plot_file(parser, "--plot", args.plot)
+        elif args.wall_clock:
+            parser.error("--wall-clock is a setting of --plot FILE, which is not given")
         if args.deterministic and (args.noise > 0 or args.surrogate == "random"):
             parser.error("--deterministic needs a model (not random search) and a noiseless problem (--noise 0)")
         if args.n_init is not None and args.n_init > args.budget:
@@ -207,7 +216,8 @@ def main(argv=None) -> int:
     print(f"evaluations: {len(result.history)} ({failed} failed) in {time.perf_counter() - t0:.1f} s")
     if args.plot is not None:  # with --noise the observed values may fall below the optimum: plot them as they are
         optimum = problem.optimum if args.noise == 0 else None
-        result.plot(optimum, path=args.plot, title=f"{problem.name}, {checked.surrogate_spec}, seed {args.seed}")
+        result.plot(optimum, seconds=args.wall_clock, wall_clock=args.wall_clock, path=args.plot,
+                    title=f"{problem.name}, {checked.surrogate_spec}, seed {args.seed}")
         print(f"plot:        {args.plot}")
     return 0
 
@@ -238,7 +248,7 @@ def _plot_saved_run(parser, args) -> int:
     try:
         opt = BayesOpt.load(args.path)
         running = f", {len(opt.pending)} running" if opt.pending else ""
-        plot_history(opt.history, args.optimum, seconds=args.seconds, path=out,
+        plot_history(opt.history, args.optimum, seconds=args.seconds, wall_clock=args.wall_clock, path=out,
                      title=f"{os.path.basename(args.path)}: {len(opt.history)} evaluations{running}")
     except (ValueError, TypeError) as exc:
         print(f"treezoo: {exc}", file=sys.stderr)

@@ -1,7 +1,9 @@
 """The run journal: an append-only JSON-lines log of a BO run that survives `kill -9` and refuses a second writer.
 
 The first line states the run (space and settings); every later line is one event (``ask``: a configuration
-handed out, with the MCMC warm start of the fit behind it; ``tell``: a history record). Replaying the lines
+handed out, with the MCMC warm start of the fit behind it; ``tell``: a history record). Both carry wall-clock
+stamps (``asked_at`` in the ask and its record, ``told_at`` in the record; absent in journals written before
+2026-12-07, which load as before), so a run can be plotted against time (optim.plots). Replaying the lines
 gives back the exact state, pending evaluations included. Each append is one ``write`` of one whole line
 followed by ``fsync``: a process killed mid-write leaves at most a torn last line (no newline), which the next
 open detects, reports and cuts off; earlier lines are never rewritten. The cost of an append depends on the

@@ -351,7 +351,9 @@ class BayesOpt:
                 if not fitted:
                     warm = self._warm
                 fitted = True
-            entry = {"index": step, "config": config, "source": source, **info}
+            # wall-clock stamps (seconds since the epoch) let a run be plotted against time (optim.plots); they
+            # are metadata, never read by a proposal, so a seed still fixes the run
+            entry = {"index": step, "config": config, "source": source, **info, "asked_at": time.time()}
             if self.journal is not None:
                 self.journal.append({"event": "ask", **entry,
                                      "warm_start": None if warm is None else _tree_to_b64(warm._asdict())})
@@ -487,7 +489,8 @@ class BayesOpt:
             record = {k: v for k, v in pending.items() if k not in ("config", "index")}
         else:
             record = {"source": "user", "fit_seconds": 0.0, "acq_seconds": 0.0, "acq_value": None}
-        record = {"config": config, "value": value, "status": status, "error": error, **record}
+        record = {"config": config, "value": value, "status": status, "error": error, **record,
+                  "told_at": time.time()}
         if self.journal is not None:  # durable before the state changes: a failed write loses nothing
             self.journal.append({"event": "tell", "index": None if match is None else self._pending[match]["index"],
                                  "record": record})
@@ -747,12 +750,13 @@ class Result:
         """Objective value per evaluation (NaN where it failed)."""
         return np.array([np.nan if h["value"] is None else h["value"] for h in self.history])
 
-    def plot(self, optimum: float | None = None, *, seconds: bool = False, ax=None, title: str | None = None,
-             path=None):
+    def plot(self, optimum: float | None = None, *, seconds: bool = False, wall_clock: bool = False, ax=None,
+             title: str | None = None, path=None):
         """The run's convergence plot (optim.plots.plot_history): each evaluation and the best so far; the
-        regret on a log scale given a known `optimum`; needs matplotlib."""
+        regret on a log scale given a known `optimum`; by wall-clock seconds with `wall_clock`; needs matplotlib."""
         from optim.plots import plot_history
-        return plot_history(self.history, optimum, seconds=seconds, ax=ax, title=title, path=path)
+        return plot_history(self.history, optimum, seconds=seconds, wall_clock=wall_clock, ax=ax, title=title,
+                            path=path)
 
     def __repr__(self):
         failed = sum(h["status"] != "ok" for h in self.history)

@@ -12,6 +12,11 @@ and on runs of any surrogate. matplotlib is an optional dependency (``pip instal
 - With `optimum` (a known minimum, e.g. a built-in problem's), the y axis is the regret, value - optimum, on
   a log scale; a regret of 0 is drawn at the smallest positive regret of the run divided by 10.
 - With `seconds=True`, a second panel shows each proposal's model-fit and acquisition seconds.
+- With `wall_clock=True`, the x axis is the wall-clock seconds since the run's first proposal (each evaluation
+  placed when it was told), which shows what parallel workers buy; the seconds panel then shows how many
+  evaluations were in flight (asked, not yet told) at each moment: a count below the number of workers is a
+  worker the loop has not fed yet, usually because it is fitting the model. A resumed run's axis includes the
+  time it was stopped.
 """
 
 from __future__ import annotations
@@ -46,13 +51,46 @@ def best_so_far(history: list[dict]) -> np.ndarray:
     return np.fmin.accumulate(values) if values.size else values
 
 
-def plot_history(history: list[dict], optimum: float | None = None, *, seconds: bool = False, ax=None,
-                 title: str | None = None, path=None):
+def _stamps(history: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """([n] asked, [n] told): each evaluation's wall-clock stamps in seconds since the run's first stamp; asked
+    is NaN for an evaluation told without being asked (the user's). Refuses a history without stamps."""
+    missing = sum(h.get("told_at") is None for h in history)
+    if missing:
+        raise ValueError(f"{missing} of {len(history)} evaluations have no time stamp (runs saved before treezoo "
+                         "recorded them, 2026-12-07): plot by evaluation number instead")
+    asked = np.array([np.nan if h.get("asked_at") is None else h["asked_at"] for h in history], dtype=np.float64)
+    told = np.array([h["told_at"] for h in history], dtype=np.float64)
+    start = np.fmin(np.nanmin(asked) if np.isfinite(asked).any() else np.inf, told.min())
+    return asked - start, told - start
+
+
+def told_seconds(history: list[dict]) -> np.ndarray:
+    """[n] when each evaluation was told, in seconds since the run's first proposal (or first tell)."""
+    return _stamps(history)[1]
+
+
+def in_flight_counts(history: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """(times, counts): how many evaluations were in flight (asked, not yet told) from each time on, a step
+    function on the axis of `told_seconds`; evaluations told without being asked (the user's) are not counted."""
+    asked, told = _stamps(history)
+    was_asked = np.isfinite(asked)
+    # at equal times a tell comes before an ask (-1 sorts first): a freed worker is fed at once
+    events = sorted([(t, 1) for t in asked[was_asked]] + [(t, -1) for t in told[was_asked]])
+    times, counts = [0.0], [0]
+    for t, step in events:
+        times.append(t)
+        counts.append(counts[-1] + step)
+    return np.array(times), np.array(counts)
+
+
+def plot_history(history: list[dict], optimum: float | None = None, *, seconds: bool = False,
+                 wall_clock: bool = False, ax=None, title: str | None = None, path=None):
     """Draw a run's convergence plot (module docstring) and return the matplotlib figure; written to `path`
     (any format matplotlib infers from the suffix) if given. `ax`: draw into these axes instead of a new figure
-    (then `seconds` is not available)."""
+    (then `seconds` is not available). `wall_clock`: by the time each evaluation was told, not by its number."""
     if not history:
         raise ValueError("the run has no evaluations yet: nothing to plot")
+    x = told_seconds(history) if wall_clock else np.arange(1, len(history) + 1)
     if optimum is not None:
         optimum = float(optimum)
         if not math.isfinite(optimum):
@@ -68,7 +106,6 @@ def plot_history(history: list[dict], optimum: float | None = None, *, seconds: 
             raise ValueError(f"the run has a value below the stated optimum {optimum!r} (least value {least!r}): "
                              "the regret would be negative")
     fig, ax, ax_time = _axes(ax, seconds)
-    x = np.arange(1, len(history) + 1)
     y, best_y = values, best
     if optimum is not None:
         y, best_y = values - optimum, best - optimum
@@ -87,9 +124,10 @@ def plot_history(history: list[dict], optimum: float | None = None, *, seconds: 
         ax.scatter(x[failed], np.full(int(failed.sum()), 0.97), transform=ax.get_xaxis_transform(), marker="x",
                    color="C3", s=24, label=f"failed ({int(failed.sum())})", zorder=5)
     n_init = int(np.sum(groups == "init"))
-    if 0 < n_init < len(history):
+    if 0 < n_init < len(history) and not wall_clock:  # by time, design and model evaluations may interleave
         ax.axvline(n_init + 0.5, color="0.6", linestyle="--", linewidth=0.8)
-    ax.set_xlabel("" if ax_time is not None else "evaluation")
+    x_label = "seconds since the first proposal" if wall_clock else "evaluation"
+    ax.set_xlabel("" if ax_time is not None else x_label)
     ax.set_ylabel("regret (value - optimum)" if optimum is not None else "objective value")
     if title is None:
         final = best[-1]
@@ -97,7 +135,9 @@ def plot_history(history: list[dict], optimum: float | None = None, *, seconds: 
                  else f"{len(history)} evaluations, none succeeded")
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8, loc="best")
-    if ax_time is not None:
+    if ax_time is not None and wall_clock:
+        _draw_in_flight(ax_time, history, x_label)
+    elif ax_time is not None:
         _draw_seconds(ax_time, history, x)
     if path is not None:
         fig.savefig(path, dpi=100, bbox_inches="tight")
@@ -129,3 +169,14 @@ def _draw_seconds(ax, history: list[dict], x: np.ndarray) -> None:
     ax.set_ylabel("seconds")
     ax.set_xlabel("evaluation")
     ax.legend(fontsize=8, loc="upper left")
+
+
+def _draw_in_flight(ax, history: list[dict], x_label: str) -> None:
+    """How many evaluations were in flight over time: how busy a parallel run kept its workers."""
+    from matplotlib.ticker import MaxNLocator
+    times, counts = in_flight_counts(history)
+    ax.step(times, counts, where="post", color="C0", label="in flight")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel("evaluations in flight")
+    ax.set_xlabel(x_label)
+    ax.set_ylim(bottom=0)

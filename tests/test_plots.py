@@ -9,7 +9,7 @@ pytest.importorskip("matplotlib")
 
 from optim.cli import main  # noqa: E402
 from optim.loop import BayesOpt, Result  # noqa: E402
-from optim.plots import best_so_far, plot_history  # noqa: E402
+from optim.plots import best_so_far, plot_history, in_flight_counts, told_seconds  # noqa: E402
 from zoo import Real, Space  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -83,6 +83,52 @@ def test_bad_input_is_refused_with_a_reason():
         plot_history(HISTORY, seconds=True, ax=Figure().add_subplot())
 
 
+def stamped(value, source, asked, told):
+    return dict(record(value, source), **({} if asked is None else {"asked_at": asked}), told_at=told)
+
+
+# two workers: design points asked together, a user's point told between, each slot refilled as it frees
+TIMED = [stamped(3.0, "init", 100.0, 101.0), stamped(2.0, "init", 100.0, 102.0), stamped(1.0, "user", None, 103.0),
+         stamped(1.5, "bo", 101.0, 104.0), stamped(0.5, "bo", 102.0, 105.0)]
+
+
+def test_by_wall_clock_each_evaluation_sits_where_it_was_told_and_the_panel_counts_those_in_flight():
+    np.testing.assert_array_equal(told_seconds(TIMED), [1.0, 2.0, 3.0, 4.0, 5.0])  # from the first ask, 100.0
+    times, counts = in_flight_counts(TIMED)
+    # a tell and an ask at one moment: the slot is freed before it is refilled, so the count never reads 3
+    np.testing.assert_array_equal(times, [0, 0, 0, 1, 1, 2, 2, 4, 5])
+    np.testing.assert_array_equal(counts, [0, 1, 2, 1, 2, 1, 2, 1, 0])
+    fig = plot_history(TIMED, seconds=True, wall_clock=True)
+    top, bottom = fig.axes
+    np.testing.assert_array_equal(by_label(top.lines, "best so far").get_xdata(), [1.0, 2.0, 3.0, 4.0, 5.0])
+    points = {c.get_label(): c.get_offsets() for c in top.collections}
+    np.testing.assert_array_equal(points["told by you"], [[3.0, 1.0]])
+    np.testing.assert_array_equal(by_label(bottom.lines, "in flight").get_ydata(), counts)
+    assert bottom.get_xlabel().startswith("seconds") and not top.lines[1:]  # no design/model divider by time
+
+
+def test_by_wall_clock_a_history_without_stamps_is_refused():
+    with pytest.raises(ValueError, match="8 of 8 evaluations have no time stamp"):
+        plot_history(HISTORY, wall_clock=True)
+
+
+def test_the_loop_stamps_asks_and_tells_and_the_journal_keeps_the_stamps(tmp_path):
+    path = tmp_path / "run.journal"
+    opt = BayesOpt(Space([Real("x", 0.0, 1.0)]), surrogate="random", seed=0, n_init=2, journal=path)
+    try:
+        batch = opt.ask(3)
+        for config in reversed(batch):  # out of order, as workers finish
+            opt.tell(config, config["x"])
+        opt.tell({"x": 0.5}, 0.5)  # the user's own point: told, never asked
+    finally:
+        opt.close()
+    history = opt.history
+    assert all(h["asked_at"] <= h["told_at"] for h in history[:3]) and "asked_at" not in history[3]
+    assert np.all(np.diff([h["told_at"] for h in history]) >= 0)
+    assert BayesOpt.load(path).history == history
+    assert in_flight_counts(history)[1].max() == 3  # the three asked together were in flight together
+
+
 def test_result_plot_draws_into_given_axes_and_writes_a_file(tmp_path):
     from matplotlib.figure import Figure
     result = Result(None, 0.5, HISTORY)
@@ -112,6 +158,9 @@ def test_treezoo_plot_reads_a_journal_still_open_for_writing(tmp_path, capsys):
         assert "4 evaluations (1 running)" in said and f"best {opt.best_value:.6g}" in said
         assert main(["plot", str(path)]) == 0  # default: the journal's name with .png
         assert (tmp_path / "run.png").exists()
+        timed = tmp_path / "timed.png"
+        assert main(["plot", str(path), "--out", str(timed), "--wall-clock", "--seconds"]) == 0
+        assert timed.read_bytes()[:8] == PNG_MAGIC
     finally:
         opt.close()
 
@@ -126,6 +175,9 @@ def test_treezoo_plot_and_run_refuse_bad_files_before_any_work(tmp_path, capsys)
     with pytest.raises(SystemExit):
         main(["run", "--surrogate", "random", "--budget", "2", "--quiet", "--plot", str(tmp_path / "no" / "a.png")])
     assert "does not exist" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["run", "--surrogate", "random", "--budget", "2", "--quiet", "--wall-clock"])
+    assert "--wall-clock is a setting of --plot" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
 
 
