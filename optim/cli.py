@@ -1,4 +1,4 @@
-"""`treezoo` command line: run BO on a built-in problem, plot a saved run, list problems and surrogates."""
+"""`treezoo` command line: run BO on a built-in problem, plot or report a saved run, list problems and surrogates."""
 
 from __future__ import annotations
 
@@ -112,6 +112,9 @@ def _parser() -> argparse.ArgumentParser:
                            "evaluations in flight)")
     plot.add_argument("--wall-clock", action="store_true",
                       help="seconds since the first proposal on the x axis instead of the evaluation number")
+    status = sub.add_parser("status", help="report a run saved with --save (finished or running): evaluations, "
+                                           "failures, the best, what is in flight and for how long")
+    status.add_argument("path", help="the run's journal (or a snapshot saved by BayesOpt.save)")
     sub.add_parser("problems", help="list built-in problems")
     sub.add_parser("surrogates", help="list registered surrogates")
     return p
@@ -128,6 +131,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.command == "plot":
         return _plot_saved_run(parser, args)
+    if args.command == "status":
+        return _report_saved_run(parser, args)
     if args.command == "run":
         if args.plot is not None:
             _check_plot_file(parser, "--plot", args.plot)
@@ -235,6 +240,22 @@ def _check_plot_file(parser, flag: str, path: str) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         parser.error(f"{flag} {path}: the folder {folder} does not exist")
+
+
+def _report_saved_run(parser, args) -> int:
+    """`treezoo status`: read a saved run without taking its lock, and print optim.status's report."""
+    if not os.path.isfile(args.path):
+        parser.error(f"{args.path}: no such file")
+    from optim.loop import BayesOpt
+    from optim.status import run_status
+    try:
+        opt = BayesOpt.load(args.path)
+    except (ValueError, TypeError) as exc:
+        print(f"treezoo: {exc}", file=sys.stderr)
+        return 2
+    print(f"{args.path}")
+    print("\n".join(run_status(opt)))
+    return 0
 
 
 def _plot_saved_run(parser, args) -> int:

@@ -321,6 +321,14 @@ class BayesOpt:
         """The configurations asked and not yet told (in flight), oldest first."""
         return [dict(p["config"]) for p in self._pending]
 
+    @property
+    def in_flight(self) -> list[dict]:
+        """The evaluations asked and not yet told, oldest first: each one's `index` (its place in the run),
+        `config`, `source` and `asked_at` (wall-clock seconds since the epoch; None in runs saved before the
+        stamps, 2026-12-07), e.g. to find an evaluation that has been out too long."""
+        return [{"index": p["index"], "config": dict(p["config"]), "source": p["source"],
+                 "asked_at": p.get("asked_at")} for p in self._pending]
+
     # ------------------------------------------------------------------ ask
     def ask(self, n: int | None = None):
         """The next configuration to evaluate, or with `n` a list of n distinct ones (a batch).
