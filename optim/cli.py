@@ -115,6 +115,8 @@ def _parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help="report a run saved with --save (finished or running): evaluations, "
                                            "failures, the best, what is in flight and for how long")
     status.add_argument("path", help="the run's journal (or a snapshot saved by BayesOpt.save)")
+    status.add_argument("--csv", default=None, metavar="FILE",
+                        help="also write the history as a table: a row per evaluation, a column per parameter")
     sub.add_parser("problems", help="list built-in problems")
     sub.add_parser("surrogates", help="list registered surrogates")
     return p
@@ -246,6 +248,8 @@ def _report_saved_run(parser, args) -> int:
     """`treezoo status`: read a saved run without taking its lock, and print optim.status's report."""
     if not os.path.isfile(args.path):
         parser.error(f"{args.path}: no such file")
+    if args.csv is not None and not os.path.isdir(os.path.dirname(os.path.abspath(args.csv))):
+        parser.error(f"--csv {args.csv}: the folder does not exist")
     from optim.loop import BayesOpt
     from optim.status import run_status
     try:
@@ -255,6 +259,9 @@ def _report_saved_run(parser, args) -> int:
         return 2
     print(f"{args.path}")
     print("\n".join(run_status(opt)))
+    if args.csv is not None:
+        opt.to_dataframe().to_csv(args.csv, index=False)
+        print(f"table:       {args.csv} ({len(opt.history)} rows)")
     return 0
 
 

@@ -321,6 +321,11 @@ class BayesOpt:
         """The configurations asked and not yet told (in flight), oldest first."""
         return [dict(p["config"]) for p in self._pending]
 
+    def to_dataframe(self):
+        """The history as a pandas DataFrame, a row per evaluation and a column per parameter (optim.frames)."""
+        from optim.frames import history_frame
+        return history_frame(self.history, self.space)
+
     @property
     def in_flight(self) -> list[dict]:
         """The evaluations asked and not yet told, oldest first: each one's `index` (its place in the run),
@@ -765,6 +770,11 @@ class Result:
         from optim.plots import plot_history
         return plot_history(self.history, optimum, seconds=seconds, wall_clock=wall_clock, ax=ax, title=title,
                             path=path)
+
+    def to_dataframe(self):
+        """The history as a pandas DataFrame, a row per evaluation and a column per parameter (optim.frames)."""
+        from optim.frames import history_frame
+        return history_frame(self.history, None if self.optimizer is None else self.optimizer.space)
 
     def __repr__(self):
         failed = sum(h["status"] != "ok" for h in self.history)

@@ -1,13 +1,16 @@
-"""`treezoo status` and optim.status: a run's report from its journal, timed by the stamps of asks and tells."""
+"""`treezoo status` and optim.status: a run's report from its journal, timed by the stamps of asks and tells;
+optim.frames: the history as a DataFrame."""
 
 import json
 
+import numpy as np
 import pytest
 
 from optim.cli import main
-from optim.loop import BayesOpt
+from optim.frames import history_frame
+from optim.loop import BayesOpt, minimize
 from optim.status import duration, run_status
-from zoo import Categorical, Real, Space
+from zoo import Categorical, Node, Real, Space
 
 SPACE = Space([Real("x", 0.0, 1.0), Categorical("c", ("a", "b"))])
 
@@ -70,6 +73,41 @@ def test_treezoo_status_reads_a_journal_while_its_writer_holds_it(tmp_path, caps
         opt.close()
     out = capsys.readouterr().out
     assert out.startswith(str(path)) and "2 in flight" in out and "started" in out
+    table = tmp_path / "run.csv"
+    assert main(["status", str(path), "--csv", str(table)]) == 0
+    lines = table.read_text().splitlines()
+    assert lines[0].startswith("evaluation,config.x,config.c,value,status") and len(lines) == 1 + 6
     with pytest.raises(SystemExit) as stop:
         main(["status", str(tmp_path / "missing.journal")])
     assert stop.value.code == 2 and "no such file" in capsys.readouterr().err
+
+
+def test_the_dataframe_has_a_column_per_parameter_missing_where_a_branch_is_inactive():
+    pd = pytest.importorskip("pandas")
+    space = Space(Node("root", params=(Real("tol", 0.0, 1.0),), choice="opt", children={
+        "sgd": Node("sgd", params=(Real("lr", 0.0, 1.0),)), "adam": Node("adam", params=(Real("beta", 0.0, 1.0),))}))
+    opt = BayesOpt(space, surrogate="random", seed=0, n_init=2)
+    for _ in range(4):
+        config = opt.ask()
+        opt.tell(config, config["tol"])
+    opt.tell({"tol": 0.5, "opt": "adam", "beta": 0.25}, error="diverged")  # told, never asked, and failed
+    frame = opt.to_dataframe()
+    assert list(frame.columns[:5]) == ["evaluation", "config.tol", "config.opt", "config.lr", "config.beta"]
+    assert frame["evaluation"].tolist() == [1, 2, 3, 4, 5] and len(frame) == len(opt.history)
+    for i, h in enumerate(opt.history):
+        for name in space.names:  # each parameter where the configuration has it, missing where it has not
+            cell = frame.at[i, f"config.{name}"]
+            assert (cell == h["config"][name]) if name in h["config"] else pd.isna(cell)
+    last = frame.iloc[-1]
+    assert last["status"] == "error" and last["error"] == "diverged" and pd.isna(last["value"])
+    assert pd.isna(last["asked_at"]) and last["told_at"].tzname() == "UTC"
+    seconds = frame["told_at"].astype("int64").to_numpy() / 1e9  # the stamps, to the microsecond
+    assert np.allclose(seconds, [h["told_at"] for h in opt.history], rtol=0, atol=1e-6)
+
+
+def test_result_to_dataframe_keeps_the_space_order_and_the_values():
+    result = minimize(lambda c: (c["x"] - 0.3) ** 2, SPACE, surrogate="random", budget=5, seed=0)
+    frame = result.to_dataframe()
+    assert list(frame.columns[1:3]) == ["config.x", "config.c"]
+    assert frame["value"].tolist() == [h["value"] for h in result.history]
+    assert history_frame(result.history).shape == frame.shape  # without the space: the names the configs use
