@@ -574,3 +574,23 @@ def test_the_runners_pool_workers_end_with_the_runner(monkeypatch):
     bench.worker_pool(2)
     tied = tied_to_this_process()
     assert made["jobs"] == 2 and made["initializer"] is tied["initializer"] and made["initargs"] == tied["initargs"]
+
+
+def test_records_name_the_commit_of_the_code_that_ran_whatever_the_current_directory(tmp_path):
+    """`python -m optim.bench` puts the current directory first on sys.path: the record must say which checkout's
+    code was imported, not where the command was started."""
+    import os
+    import subprocess
+    import sys
+
+    import optim
+    root = os.path.dirname(os.path.dirname(os.path.abspath(optim.__file__)))
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True)
+    if head.returncode != 0:
+        pytest.skip("not a git checkout")
+    here = bench.code_commit()
+    assert here is not None and here.split("+")[0] == head.stdout.strip()
+    elsewhere = subprocess.run([sys.executable, "-c", "from optim.bench.runner import code_commit; print(code_commit())"],
+                               cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": root})
+    assert elsewhere.stdout.strip() == here  # started outside any checkout: still the imported code's commit
+    assert bench._versions()["treezoo_commit"] == here

@@ -23,6 +23,7 @@ import functools
 import json
 import os
 import platform
+import subprocess
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -50,7 +51,29 @@ def _versions(extra=()) -> dict:
             out[pkg] = md.version(pkg)
         except md.PackageNotFoundError:
             pass
+    commit = code_commit()
+    if commit is not None:
+        out["treezoo_commit"] = commit
     return out
+
+
+@functools.lru_cache(maxsize=1)
+def code_commit() -> str | None:
+    """The git commit of the checkout this process imported `optim` from, with "+dirty" if its tracked files
+    differ from it; None outside a git checkout. Which code ran is then in every record, whatever the current
+    directory or PYTHONPATH was (``python -m`` puts the current directory first on the path, so a run meant for
+    a worktree but started elsewhere runs that directory's code)."""
+    import optim
+    root = os.path.dirname(os.path.dirname(os.path.abspath(optim.__file__)))
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        if head.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
 def _variant(model: str, **options):
