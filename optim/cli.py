@@ -95,6 +95,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--chain-workers", type=integer_at_least(0), default=0,
                      help="run each fit's MCMC chains in this many child processes, one core each (default 0: in "
                           "this process); pays where a fit takes seconds")
+    run.add_argument("--on-failure", default="ignore", choices=["ignore", "worst"],
+                     help="what the model makes of a failed evaluation: leave it out (default), or fit it at the "
+                          "worst value so far, so that proposals leave a region that fails")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--plot", default=None, metavar="FILE",
                      help="write the run's convergence plot here at the end (.png, .pdf, .svg; needs matplotlib)")
@@ -172,7 +175,8 @@ def main(argv=None) -> int:
     try:  # the surrogate, acquisition and options are checked before any evaluation is spent
         checked = BayesOpt(problem.space, surrogate=args.surrogate, acquisition=args.acquisition, seed=args.seed,
                            n_init=args.n_init, output_transform=args.output_transform,
-                           deterministic=args.deterministic, batch_strategy=args.batch_strategy)
+                           deterministic=args.deterministic, batch_strategy=args.batch_strategy,
+                           on_failure=args.on_failure)
     except (ValueError, TypeError) as exc:
         parser.error(str(exc))
     executor = None
@@ -204,7 +208,7 @@ def main(argv=None) -> int:
                           checkpoint=args.save, output_transform=args.output_transform,
                           deterministic=args.deterministic, n_workers=args.workers, executor=executor,
                           timeout=args.timeout, batch_strategy=args.batch_strategy,
-                          chain_workers=args.chain_workers)
+                          chain_workers=args.chain_workers, on_failure=args.on_failure)
     except ValueError as exc:  # e.g. --save names the journal of another run
         print(f"treezoo: {exc}", file=sys.stderr)
         return 2

@@ -46,6 +46,11 @@ from zoo.space import Space
 FORMAT_VERSION = 2  # JSON snapshots (`save`); 1: before several evaluations could be pending (still loads)
 #: largest |objective value| shown to a model: squares and differences of larger values overflow float64
 MAX_ABS_VALUE = 1e100
+#: what the model makes of failed evaluations (`BayesOpt(on_failure=...)`): "ignore" leaves them out of its data;
+#: "worst" puts each failed configuration in at the worst successful value so far, so that the acquisition stops
+#: returning to a region that fails (a crashed or diverged run, a timeout)
+FAILURE_POLICIES = ("ignore", "worst")
+
 #: statuses a history record may have; only "ok" values reach the model
 STATUSES = ("ok", "error", "nonfinite", "out_of_range")
 
@@ -161,6 +166,7 @@ def _with_defaults(run: dict) -> dict:
     defaults, so that a journal or snapshot from before a new field resumes (it ran with the default), and the
     model's options added since set to the values it ran with (`with_added_options`)."""
     run = dict(run)
+    run.setdefault("on_failure", "ignore")  # recorded since 2026-12-07; earlier runs ignored failures
     if isinstance(run.get("surrogate_model"), dict):
         run["surrogate_model"] = with_added_options(run["surrogate_model"])
     if isinstance(run.get("sampler"), dict):
@@ -205,7 +211,7 @@ class BayesOpt:
                  n_init: int | None = None, sampler: SamplerSettings | None = None,
                  optimizer=None, design: str = "sobol", output_transform: str | None = None,
                  deterministic: bool = False, batch_strategy: str = "believer", journal=None,
-                 chain_workers: int = 0):
+                 chain_workers: int = 0, on_failure: str = "ignore"):
         if not isinstance(space, Space):
             raise TypeError(f"space must be a zoo.Space, got {type(space).__name__}")
         if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
@@ -224,6 +230,9 @@ class BayesOpt:
             raise ValueError("chain_workers must be an integer >= 0 (0 or 1: chains in this process) or an "
                              f"inference.ChainWorkers, got {chain_workers!r}")
         self.space = space
+        if on_failure not in FAILURE_POLICIES:
+            raise ValueError(f"on_failure must be one of {FAILURE_POLICIES}, got {on_failure!r}")
+        self.on_failure = on_failure
         if not isinstance(deterministic, (bool, np.bool_)):
             raise TypeError(f"deterministic must be True or False, got {deterministic!r}")
         self.deterministic = bool(deterministic)
@@ -304,6 +313,16 @@ class BayesOpt:
         return [h for h in self.history if h["status"] == "ok"]
 
     @property
+    def model_observations(self) -> list[dict]:
+        """What the model is fitted to, as {"config", "value"}: the successful evaluations and, with
+        on_failure="worst", every failed one at the largest successful value so far (none before a success)."""
+        obs = [{"config": h["config"], "value": h["value"]} for h in self.observations]
+        if self.on_failure == "worst" and obs:
+            worst = max(o["value"] for o in obs)
+            obs += [{"config": h["config"], "value": worst} for h in self.history if h["status"] != "ok"]
+        return obs
+
+    @property
     def best(self) -> dict | None:
         obs = self.observations
         return min(obs, key=lambda h: h["value"]) if obs else None
@@ -357,7 +376,7 @@ class BayesOpt:
                 config, source = self._design[step], "init"
             elif self.surrogate is None:
                 config, source = self._random(step), "random"
-            elif len(obs := self.observations) < 2:
+            elif len(obs := self.model_observations) < 2:
                 config, source = self._random(step), "random:too-few-observations"
             else:  # one MCMC fit per call; the other proposals of a batch condition it on the pending ones
                 config, source, info = self._suggest(step, obs, refit=not fitted)
@@ -524,7 +543,7 @@ class BayesOpt:
             "deterministic": self.deterministic, "sampler": asdict(self.sampler),
             "optimizer": (None if self.optimizer_entry is None
                           else optimizer_to_dict(self.optimizer_entry, self.optimizer)),
-            "batch_strategy": self.batch_strategy,
+            "batch_strategy": self.batch_strategy, "on_failure": self.on_failure,
             **({} if self.auto_choice is None else {"auto": self.auto_choice.rule}),
         }
 
@@ -558,7 +577,8 @@ class BayesOpt:
         opt = cls(space, surrogate=surrogate, acquisition=acquisition, seed=d["seed"], n_init=d["n_init"],
                   sampler=SamplerSettings(**d["sampler"]), optimizer=optimizer,
                   design=d.get("design", "sobol"), output_transform=d.get("output_transform", "none"),
-                  deterministic=d.get("deterministic", False), batch_strategy=d.get("batch_strategy", "believer"))
+                  deterministic=d.get("deterministic", False), batch_strategy=d.get("batch_strategy", "believer"),
+                  on_failure=d.get("on_failure", "ignore"))
         if d.get("auto") is not None:
             opt.auto_choice = AutoChoice(opt.surrogate_spec, d["auto"], opt.output_transform)
         return opt

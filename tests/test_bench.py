@@ -594,3 +594,18 @@ def test_records_name_the_commit_of_the_code_that_ran_whatever_the_current_direc
                                cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": root})
     assert elsewhere.stdout.strip() == here  # started outside any checkout: still the imported code's commit
     assert bench._versions()["treezoo_commit"] == here
+
+
+def test_failures_table_counts_failed_evaluations_per_seed_and_pairs_them_with_a_reference():
+    def rec(method, seed, status):
+        return {"problem": "p", "method": method, "seed": seed, "status": "ok", "values": [1.0] * len(status),
+                "eval_status": status,
+                "sources": ["init", "init"] + ["bo"] * (len(status) - 2)}
+    ok, err = "ok", "error"
+    records = ([rec("a", s, [ok, err] + [err] * (s + 1) + [ok] * (3 - s)) for s in range(3)]  # 2, 3, 4 failed
+               + [rec("b", s, [ok, ok, ok, err, ok, ok]) for s in range(3)])  # 1 failed each
+    table = report.failures_table(records, at=6, reference="b").splitlines()
+    a, b = (line.split(" | ") for line in table[2:])
+    assert a[1:6] == ["a", "3", "3.00 [2.50, 3.50]", f"{9 / 18:.2f}", f"{6 / 12:.2f}"]
+    assert b[1:6] == ["b", "3", "1.00 [1.00, 1.00]", f"{3 / 18:.2f}", f"{3 / 12:.2f}"] and b[6].strip(" |") == "-"
+    assert float(a[6].strip(" |")) == pytest.approx(report.paired_p([2, 3, 4], [1, 1, 1]))

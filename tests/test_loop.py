@@ -102,6 +102,37 @@ def test_nonfinite_and_failing_evaluations_are_recorded_but_not_modelled(flat2):
     assert res.best_value == min(h["value"] for h in res.history if h["status"] == "ok")
 
 
+def test_with_on_failure_worst_failed_evaluations_are_fitted_at_the_worst_value(flat2, tmp_path):
+    calls = []
+
+    def flaky(c):
+        calls.append(c)
+        if len(calls) == 2:
+            return float("nan")
+        if len(calls) == 3:
+            raise RuntimeError("simulator crashed")
+        return branin_like(c)
+    journal = tmp_path / "run.journal"
+    with pytest.warns(UserWarning, match="simulator crashed"):
+        res = minimize(flaky, flat2, "gp", budget=6, seed=0, n_init=4, on_failure="worst", checkpoint=journal, **FAST)
+    assert [h["status"] for h in res.history] == ["ok", "nonfinite", "error", "ok", "ok", "ok"]
+    opt = res.optimizer
+    worst = max(h["value"] for h in opt.observations)
+    assert [o["value"] for o in opt.model_observations][-2:] == [worst, worst]
+    assert [o["config"] for o in opt.model_observations][-2:] == [res.history[1]["config"], res.history[2]["config"]]
+    # the last fit (before evaluation 6) saw the 3 finite values among the first 5, then the 2 failed points
+    X, y = np.asarray(res.posterior.X), np.asarray(res.posterior.y)
+    assert X.shape[0] == 5 and np.allclose(X[3:], flat2.encode([res.history[1]["config"], res.history[2]["config"]]))
+    assert y[3] == y[4] == y.max()  # the worst value, on the model's scale
+    opt.close()
+    assert BayesOpt.load(journal).on_failure == "worst"  # the journal keeps the setting, and a resume must match
+    with pytest.raises(ValueError, match="differs in on_failure"):
+        BayesOpt(flat2, "gp", seed=0, n_init=4, on_failure="ignore", journal=journal, **FAST)
+    BayesOpt(flat2, "gp", seed=0, n_init=4, on_failure="worst", journal=journal, **FAST).close()  # the same: resumes
+    with pytest.raises(ValueError, match="on_failure must be one of"):
+        BayesOpt(flat2, "gp", on_failure="impute")
+
+
 def test_budget_and_initial_design_rules(flat2):
     with pytest.raises(ValueError, match="exceeds budget"):
         minimize(branin_like, flat2, "random", budget=3, n_init=5)

@@ -196,6 +196,33 @@ def best_table(records, at) -> str:
     return "\n".join(lines)
 
 
+def failures_table(records, at: int, reference: str | None = None) -> str:
+    """Per (problem, method): the failed evaluations among the first `at` of each run (median [quartiles] over
+    seeds), their share of all those evaluations, the share of the model's proposals that failed, and with a
+    `reference` method the two-sided paired signed-rank p of the per-seed failure counts against it."""
+    head = ["problem", "method", "seeds", f"failed in the first {at}: median [q25, q75]", "share of evaluations",
+            "share of the model's proposals"] + ([f"paired p vs {reference}"] if reference else [])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    runs = {key: {r["seed"]: r for r in recs if len(r["eval_status"]) >= at} for key, recs in group(records).items()}
+
+    def failed(r):
+        return sum(s != "ok" for s in r["eval_status"][:at])
+    for (problem, method), by_seed in sorted(runs.items()):
+        counts = np.array([failed(r) for r in by_seed.values()], dtype=float)
+        bo = [s != "ok" for r in by_seed.values() for s, src in zip(r["eval_status"][:at], r["sources"][:at])
+              if src == "bo"]
+        cells = [problem, method, str(len(by_seed)), _median_quartiles(counts) if len(counts) else "n/a",
+                 f"{counts.sum() / (at * len(counts)):.2f}" if len(counts) else "n/a",
+                 f"{np.mean(bo):.2f}" if bo else "n/a"]
+        if reference:
+            ref = runs.get((problem, reference), {})
+            seeds = sorted(set(ref) & set(by_seed))
+            cells.append("-" if method == reference or not seeds else
+                         f"{paired_p([failed(by_seed[k]) for k in seeds], [failed(ref[k]) for k in seeds]):.3g}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def hits_table(records, below: float, at) -> str:
     """Per (problem, method) with a known optimum: how many seeds are below `below` log10 regret after
     each budget in `at`, and the first evaluation at which each seed got there (seed order; '-' never)."""
@@ -676,7 +703,7 @@ _BLOCK = re.compile(r"(<!-- treezoo-bench: (?P<args>.*?) -->\n)(?P<body>.*?)(<!-
 
 
 #: the kinds whose tables pool one run per seed of each (problem, method) from several files
-POOLED_RUN_KINDS = ("regret", "best", "hits", "wilcoxon", "periter", "mip", "f1", "match", "pathfinding", "cost",
+POOLED_RUN_KINDS = ("regret", "best", "hits", "failures", "wilcoxon", "periter", "mip", "f1", "match", "pathfinding", "cost",
                     "family")
 #: the kinds that read every file of FILES (the others read the first)
 MULTI_FILE_KINDS = POOLED_RUN_KINDS + ("mipstudy", "parallel")
@@ -743,6 +770,8 @@ def render_block(args: str, base_dir: str, load=load_records) -> str:
         return regret_table(data, [int(b) for b in opts.get("at", ["20", "50"])])
     if kind == "best":
         return best_table(data, [int(b) for b in opts.get("at", ["20", "50"])])
+    if kind == "failures":
+        return failures_table(data, int(opts.get("at", ["40"])[0]), opts.get("reference", [None])[0])
     if kind == "hits":
         return hits_table(data, float(opts["below"][0]), [int(b) for b in opts.get("at", ["20", "50"])])
     if kind == "wilcoxon":

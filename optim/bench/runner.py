@@ -125,8 +125,10 @@ def split_method(method: str) -> tuple[str, str | None, str | None, bool]:
     The batch options are read by `batch_options`, the path exploration by `explore_paths`."""
     spec, *flags = method.split("+")
     for flag in flags:
-        if flag not in ("deterministic", "explore") and not _is_batch_flag(flag) and not _is_optimizer_flag(flag):
+        if flag not in ("deterministic", "explore", "failworst") and not _is_batch_flag(flag) \
+                and not _is_optimizer_flag(flag):
             raise ValueError(f"unknown method option {flag!r} in {method!r}; the options are '+deterministic', "
+                             "'+failworst' (failed evaluations fitted at the worst value so far: on_failure='worst'), "
                              f"'+qN' (synchronous batches of N), {_STRATEGY_FLAGS} (the batch strategy), "
                              "'+explore' (epsilon-greedy paths, see explore_paths), '+pathnearN' (L-BFGS-B: the "
                              "incumbent and N rows near it in its path's pool), '+scipT', '+forestsK', '+startsK' and "
@@ -273,7 +275,8 @@ def method_settings(method: str, space, design: str = "sobol", chain_workers: in
     if surrogate in ABLATIONS or sampler:  # an instance: its own loop settings are the flags' base
         surrogate = benchmark_model(surrogate, space)
     settings = dict(acquisition=acquisition, design=design, output_transform=transform,
-                    deterministic=deterministic, batch_strategy=strategy, chain_workers=chain_workers)
+                    deterministic=deterministic, batch_strategy=strategy, chain_workers=chain_workers,
+                    on_failure="worst" if "failworst" in method.split("+")[1:] else "ignore")
     if sampler:
         from optim.loop import SamplerSettings
         settings["sampler"] = dataclasses.replace(SamplerSettings.for_surrogate(surrogate), **sampler)

@@ -7,6 +7,7 @@ from functools import partial
 from optim.bench.problems.additive import additive_gp, hartmann6_permuted
 from optim.bench.problems.base import Problem
 from optim.bench.problems.conditional_family import FAMILY_SIZE, HELD_OUT, conditional_family
+from optim.bench.problems.failing import hartmann6_fail, jenatton_small_fail, styblinski_tang4_fail
 from optim.bench.problems.jenatton import jenatton_large, jenatton_small
 from optim.bench.problems.mixed import discrete_ackley, discrete_rosenbrock, pest_control, tree_function
 from optim.bench.problems.ml import compression, mlp_tuning, svr_diabetes
@@ -49,6 +50,10 @@ PROBLEMS = {
     "gramacy_lee1d": gramacy_lee1d,
     "gramacy_lee2d": gramacy_lee2d,
     "bowl_basin4": bowl_basin4,
+    # failure regions: the objective raises there (optim.bench.problems.failing)
+    "hartmann6_fail": hartmann6_fail,
+    "styblinski_tang4_fail": styblinski_tang4_fail,
+    "jenatton_small_fail": jenatton_small_fail,
     # a seeded family of conditional problems (issue 23); instances HELD_OUT are never tuned on
     **{f"conditional_{i}": partial(conditional_family, i) for i in range(FAMILY_SIZE)},
 }
