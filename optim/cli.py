@@ -95,9 +95,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--chain-workers", type=integer_at_least(0), default=0,
                      help="run each fit's MCMC chains in this many child processes, one core each (default 0: in "
                           "this process); pays where a fit takes seconds")
-    run.add_argument("--on-failure", default="ignore", choices=["ignore", "worst"],
-                     help="what the model makes of a failed evaluation: leave it out (default), or fit it at the "
-                          "worst value so far, so that proposals leave a region that fails")
+    run.add_argument("--on-failure", default=None, choices=["worst", "ignore"],
+                     help="what the model makes of a failed evaluation: fit it at the worst value so far, so that "
+                          "proposals leave a region that fails (default; a resumed --save journal's setting), or "
+                          "leave it out")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--plot", default=None, metavar="FILE",
                      help="write the run's convergence plot here at the end (.png, .pdf, .svg; needs matplotlib)")

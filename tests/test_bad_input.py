@@ -125,14 +125,17 @@ def test_a_space_without_parameters_is_refused():
         Space([])
 
 
-def test_an_overflowing_value_is_kept_but_never_modelled(flat2):
+def test_an_overflowing_value_is_kept_but_never_modelled_as_it_is(flat2):
     values = iter([1.0, 1e308, 2.0, 0.5, 3.0])
     res = minimize(lambda c: next(values), flat2, "gp", budget=5, n_init=4, sampler=FAST_SAMPLER,
                    optimizer=FAST_OPTIMIZER)
     assert [h["status"] for h in res.history] == ["ok", "out_of_range", "ok", "ok", "ok"]
     assert res.history[1]["value"] == 1e308 and "exceeds" in res.history[1]["error"]
     assert res.history[-1]["source"] == "bo" and math.isfinite(res.history[-1]["acq_value"])
-    assert len(res.posterior.y) == 3  # the model saw only the ok values
+    # the last fit saw the 3 ok values, and the failed point at the worst of them (on_failure="worst"), never 1e308
+    assert len(res.posterior.y) == 4 and np.asarray(res.posterior.y)[3] == np.max(res.posterior.y)
+    # after the run: the worst of the 4 ok values, 3.0
+    assert res.optimizer.model_observations[-1] == {"config": res.history[1]["config"], "value": 3.0}
 
 
 @pytest.mark.parametrize("damage, message", [

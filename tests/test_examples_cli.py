@@ -21,7 +21,7 @@ SLOW_EXAMPLES = {"custom_surrogate.py", "additive_forest.py", "treed_partition.p
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_EXAMPLES else n for n in
                                   ["quickstart.py", "inspect_posterior.py", "custom_surrogate.py", "additive_forest.py",
-                                   "treed_partition.py", "compare_models.py", "check_prior.py"]])
+                                   "treed_partition.py", "compare_models.py", "check_prior.py", "campaign.py"]])
 @pytest.mark.arviz  # CI runs it again against ArviZ 1.x
 def test_example_runs(name, monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("TREEZOO_EXAMPLES_FAST", "1")
@@ -43,6 +43,10 @@ def test_example_runs(name, monkeypatch, tmp_path, capsys):
         assert "elpd_loo" in out and "PSIS-LOO prefers" in out
     if name == "treed_partition.py":
         assert "leaf_lengthscale" in out and (tmp_path / "treed_partition.png").stat().st_size > 1000
+    if name == "campaign.py":  # stopped, resumed from its journal to the budget, reported, tabled and plotted
+        assert "stopped after 5 evaluations" in out and "evaluations: 8 told" in out and "config.optimizer" in out
+        assert len((tmp_path / "campaign.csv").read_text().splitlines()) == 1 + 8
+        assert (tmp_path / "campaign.png").stat().st_size > 1000
     if name == "custom_surrogate.py":
         assert "posterior inclusion probability" in out and "acceptance rate" in out
 

@@ -82,7 +82,7 @@ def test_bad_tell_raises_and_loses_nothing(flat2):
     assert opt.history == before
 
 
-def test_nonfinite_and_failing_evaluations_are_recorded_but_not_modelled(flat2):
+def test_nonfinite_and_failing_evaluations_are_recorded_and_with_on_failure_ignore_not_modelled(flat2):
     calls = []
 
     def flaky(c):
@@ -93,7 +93,7 @@ def test_nonfinite_and_failing_evaluations_are_recorded_but_not_modelled(flat2):
             raise RuntimeError("simulator crashed")
         return branin_like(c)
     with pytest.warns(UserWarning, match="simulator crashed"):
-        res = minimize(flaky, flat2, "gp", budget=6, seed=0, n_init=4, **FAST)
+        res = minimize(flaky, flat2, "gp", budget=6, seed=0, n_init=4, on_failure="ignore", **FAST)
     status = [h["status"] for h in res.history]
     assert status == ["ok", "nonfinite", "error", "ok", "ok", "ok"]
     assert "simulator crashed" in res.history[2]["error"]
@@ -102,7 +102,7 @@ def test_nonfinite_and_failing_evaluations_are_recorded_but_not_modelled(flat2):
     assert res.best_value == min(h["value"] for h in res.history if h["status"] == "ok")
 
 
-def test_with_on_failure_worst_failed_evaluations_are_fitted_at_the_worst_value(flat2, tmp_path):
+def test_by_default_failed_evaluations_are_fitted_at_the_worst_value(flat2, tmp_path):
     calls = []
 
     def flaky(c):
@@ -114,7 +114,7 @@ def test_with_on_failure_worst_failed_evaluations_are_fitted_at_the_worst_value(
         return branin_like(c)
     journal = tmp_path / "run.journal"
     with pytest.warns(UserWarning, match="simulator crashed"):
-        res = minimize(flaky, flat2, "gp", budget=6, seed=0, n_init=4, on_failure="worst", checkpoint=journal, **FAST)
+        res = minimize(flaky, flat2, "gp", budget=6, seed=0, n_init=4, checkpoint=journal, **FAST)  # on_failure="worst"
     assert [h["status"] for h in res.history] == ["ok", "nonfinite", "error", "ok", "ok", "ok"]
     opt = res.optimizer
     worst = max(h["value"] for h in opt.observations)
@@ -128,9 +128,16 @@ def test_with_on_failure_worst_failed_evaluations_are_fitted_at_the_worst_value(
     assert BayesOpt.load(journal).on_failure == "worst"  # the journal keeps the setting, and a resume must match
     with pytest.raises(ValueError, match="differs in on_failure"):
         BayesOpt(flat2, "gp", seed=0, n_init=4, on_failure="ignore", journal=journal, **FAST)
-    BayesOpt(flat2, "gp", seed=0, n_init=4, on_failure="worst", journal=journal, **FAST).close()  # the same: resumes
+    BayesOpt(flat2, "gp", seed=0, n_init=4, journal=journal, **FAST).close()  # unset: the journal's, so it resumes
     with pytest.raises(ValueError, match="on_failure must be one of"):
         BayesOpt(flat2, "gp", on_failure="impute")
+    # a journal from before the setting ran with failures ignored: unset, it resumes so
+    events = [json.loads(line) for line in journal.read_text().splitlines()]
+    del events[0]["run"]["on_failure"]
+    journal.write_text("".join(json.dumps(e) + "\n" for e in events))
+    old = BayesOpt(flat2, "gp", seed=0, n_init=4, journal=journal, **FAST)
+    assert old.on_failure == "ignore" and len(old.history) == 6 and len(old.model_observations) == 4
+    old.close()
 
 
 def test_budget_and_initial_design_rules(flat2):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from optim.bench.problems import PROBLEMS, get_problem
+from optim.bench.problems.synthetic import styblinski_tang
 
 
 def test_known_minimizers_reach_the_stated_optima():
@@ -62,10 +63,31 @@ def test_augmented_dimensions_are_inert_and_noise_is_seeded():
 def test_every_problem_evaluates_random_configs(name):
     p = get_problem(name)
     for c in p.space.sample(5, seed=0):
+        if "failure_region" in p.info:  # these raise inside their region (next test)
+            continue
         v = p(c)
         assert math.isfinite(v)
         if p.optimum is not None:
             assert v >= p.optimum - 1e-9
+
+
+@pytest.mark.parametrize("name, base, inside", [
+    ("hartmann6_fail", lambda: get_problem("hartmann6"), lambda c: c["x0"] > 0.75),
+    ("styblinski_tang4_fail", lambda: styblinski_tang(4), lambda c: c["x0"] > 3.0),
+    ("jenatton_small_fail", lambda: get_problem("jenatton_small"),
+     lambda c: max(c.get(k, -1.0) for k in ("x4", "x5", "x6", "x7")) > 0.5)])
+def test_a_failure_region_raises_inside_and_is_the_wrapped_problem_outside(name, base, inside):
+    from optim.bench.problems.failing import FailedRun
+    p, wrapped = get_problem(name), base()
+    configs = p.space.sample(200, seed=1)
+    assert 20 < sum(map(inside, configs)) < 100  # a fifth to a quarter of the box fails
+    for c in configs:
+        if inside(c):
+            with pytest.raises(FailedRun):
+                p(c)
+        else:
+            assert p(c) == wrapped(c)
+    assert p.optimum == wrapped.optimum  # the optimum is feasible: the regret is the wrapped problem's
 
 
 def test_mlp_tuning_space_and_objective():

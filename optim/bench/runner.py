@@ -39,6 +39,10 @@ from optim.bench.problems.additive import STRUCTURES
 from optim.bench.recovery import STARTS
 from optim.transforms import OUTPUT_TRANSFORMS
 
+#: method flags for BayesOpt(on_failure=...); without one, the library's default ("worst" since 2026-12-07; the
+#: runs before it ignored failures, which '+failignore' repeats)
+FAILURE_FLAGS = {"failworst": "worst", "failignore": "ignore"}
+
 #: the batch-strategy flags as the error messages list them: '+believer' / '+liar' / ...
 _STRATEGY_FLAGS = " / ".join(f"'+{s}'" for s in BATCH_STRATEGIES)
 
@@ -125,10 +129,10 @@ def split_method(method: str) -> tuple[str, str | None, str | None, bool]:
     The batch options are read by `batch_options`, the path exploration by `explore_paths`."""
     spec, *flags = method.split("+")
     for flag in flags:
-        if flag not in ("deterministic", "explore", "failworst") and not _is_batch_flag(flag) \
+        if flag not in ("deterministic", "explore", *FAILURE_FLAGS) and not _is_batch_flag(flag) \
                 and not _is_optimizer_flag(flag):
             raise ValueError(f"unknown method option {flag!r} in {method!r}; the options are '+deterministic', "
-                             "'+failworst' (failed evaluations fitted at the worst value so far: on_failure='worst'), "
+                             "'+failworst' / '+failignore' (on_failure='worst', the default, or 'ignore'), "
                              f"'+qN' (synchronous batches of N), {_STRATEGY_FLAGS} (the batch strategy), "
                              "'+explore' (epsilon-greedy paths, see explore_paths), '+pathnearN' (L-BFGS-B: the "
                              "incumbent and N rows near it in its path's pool), '+scipT', '+forestsK', '+startsK' and "
@@ -276,7 +280,7 @@ def method_settings(method: str, space, design: str = "sobol", chain_workers: in
         surrogate = benchmark_model(surrogate, space)
     settings = dict(acquisition=acquisition, design=design, output_transform=transform,
                     deterministic=deterministic, batch_strategy=strategy, chain_workers=chain_workers,
-                    on_failure="worst" if "failworst" in method.split("+")[1:] else "ignore")
+                    on_failure=next((FAILURE_FLAGS[f] for f in method.split("+")[1:] if f in FAILURE_FLAGS), None))
     if sampler:
         from optim.loop import SamplerSettings
         settings["sampler"] = dataclasses.replace(SamplerSettings.for_surrogate(surrogate), **sampler)
