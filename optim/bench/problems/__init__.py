@@ -7,7 +7,8 @@ from functools import partial
 from optim.bench.problems.additive import additive_gp, hartmann6_permuted
 from optim.bench.problems.base import Problem
 from optim.bench.problems.conditional_family import FAMILY_SIZE, HELD_OUT, conditional_family
-from optim.bench.problems.failing import hartmann6_fail, jenatton_small_fail, styblinski_tang4_fail
+from optim.bench.problems.failing import (hartmann6_fail, hartmann6_fail_edge, jenatton_small_fail,
+                                          styblinski_tang4_fail, styblinski_tang4_fail_edge)
 from optim.bench.problems.jenatton import jenatton_large, jenatton_small
 from optim.bench.problems.mixed import discrete_ackley, discrete_rosenbrock, pest_control, tree_function
 from optim.bench.problems.ml import compression, mlp_tuning, svr_diabetes
@@ -54,6 +55,8 @@ PROBLEMS = {
     "hartmann6_fail": hartmann6_fail,
     "styblinski_tang4_fail": styblinski_tang4_fail,
     "jenatton_small_fail": jenatton_small_fail,
+    "hartmann6_fail_edge": hartmann6_fail_edge,
+    "styblinski_tang4_fail_edge": styblinski_tang4_fail_edge,
     # a seeded family of conditional problems (issue 23); instances HELD_OUT are never tuned on
     **{f"conditional_{i}": partial(conditional_family, i) for i in range(FAMILY_SIZE)},
 }

@@ -9,6 +9,10 @@ known optimum and the regret are those of the problem it wraps. Defined on 2026-
   has x0 = -2.90, and a local minimum at x0 = 2.75 lies beside the region).
 - ``jenatton_small_fail``: Jenatton et al.'s small function, failing where the chosen leaf's parameter
   (x4..x7, in [-1, 1]) is above 0.5 (a quarter of every leaf; the minimizer has x4 = 0).
+Two more, defined after those runs (18:37 UTC) and before any run on them, with the region's edge beside the
+minimizer, the case where fitting failures at the worst value could push the search off the best points:
+- ``hartmann6_fail_edge``: Hartmann-6 failing where x0 < 0.18 (the minimizer has x0 = 0.2017).
+- ``styblinski_tang4_fail_edge``: Styblinski–Tang-4 failing where x0 < -3.1 (the minimizer has x0 = -2.9035).
 """
 
 from __future__ import annotations
@@ -50,3 +54,13 @@ def styblinski_tang4_fail(noise_std: float = 0.0, seed: int = 0) -> Problem:
 def jenatton_small_fail(noise_std: float = 0.0, seed: int = 0) -> Problem:
     return with_failure_region(jenatton_small(True, noise_std, seed), "jenatton_small_fail",
                                lambda c: any(c.get(k, 0.0) > 0.5 for k in LEAF_PARAMETERS), "leaf parameter > 0.5")
+
+
+def hartmann6_fail_edge(noise_std: float = 0.0, seed: int = 0) -> Problem:
+    return with_failure_region(hartmann6(noise_std, seed), "hartmann6_fail_edge", lambda c: c["x0"] < 0.18,
+                               "x0 < 0.18")
+
+
+def styblinski_tang4_fail_edge(noise_std: float = 0.0, seed: int = 0) -> Problem:
+    return with_failure_region(styblinski_tang(4, noise_std, seed), "styblinski_tang4_fail_edge",
+                               lambda c: c["x0"] < -3.1, "x0 < -3.1")
