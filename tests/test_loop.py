@@ -82,7 +82,8 @@ def test_bad_tell_raises_and_loses_nothing(flat2):
     assert opt.history == before
 
 
-def test_nonfinite_and_failing_evaluations_are_recorded_and_with_on_failure_ignore_not_modelled(flat2):
+def nan_then_crash():
+    """An objective whose 2nd evaluation returns NaN and whose 3rd raises; branin_like otherwise."""
     calls = []
 
     def flaky(c):
@@ -92,6 +93,11 @@ def test_nonfinite_and_failing_evaluations_are_recorded_and_with_on_failure_igno
         if len(calls) == 3:
             raise RuntimeError("simulator crashed")
         return branin_like(c)
+    return flaky
+
+
+def test_nonfinite_and_failing_evaluations_are_recorded_and_with_on_failure_ignore_not_modelled(flat2):
+    flaky = nan_then_crash()
     with pytest.warns(UserWarning, match="simulator crashed"):
         res = minimize(flaky, flat2, "gp", budget=6, seed=0, n_init=4, on_failure="ignore", **FAST)
     status = [h["status"] for h in res.history]
@@ -103,15 +109,7 @@ def test_nonfinite_and_failing_evaluations_are_recorded_and_with_on_failure_igno
 
 
 def test_by_default_failed_evaluations_are_fitted_at_the_worst_value(flat2, tmp_path):
-    calls = []
-
-    def flaky(c):
-        calls.append(c)
-        if len(calls) == 2:
-            return float("nan")
-        if len(calls) == 3:
-            raise RuntimeError("simulator crashed")
-        return branin_like(c)
+    flaky = nan_then_crash()
     journal = tmp_path / "run.journal"
     with pytest.warns(UserWarning, match="simulator crashed"):
         res = minimize(flaky, flat2, "gp", budget=6, seed=0, n_init=4, checkpoint=journal, **FAST)  # on_failure="worst"
