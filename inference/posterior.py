@@ -62,7 +62,8 @@ class Posterior:
 
     def flat_samples(self) -> dict:
         """Every site with chains and draws merged: [C * S, ...]."""
-        return {k: v.reshape((-1,) + v.shape[2:]) for k, v in self.samples.items()}
+        # the leading size spelled out: a site with no entries (a zero-length vector) has no -1 to infer
+        return {k: v.reshape((v.shape[0] * v.shape[1],) + v.shape[2:]) for k, v in self.samples.items()}
 
     def predict(self, Xq) -> tuple[np.ndarray, np.ndarray]:
         """Latent mean and variance per posterior sample, [C*S, N], at encoded rows Xq (user units; for a surrogate

@@ -244,3 +244,18 @@ def test_without_data_the_prior_is_reproduced_at_a_size_that_catches_a_funnel():
     """4 x 3000 draws: the centred c gave mean log sigma_c -0.840 +- 0.034 here (z = 4.4, ESS 749); the
     non-centred c gives -0.998 (ESS 24k)."""
     _prior_reproduction(num_samples=3000, num_chains=4)
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_a_flat_space_has_no_shared_features_and_still_fits_and_predicts(shared):
+    """A space without decisions has no inner node: the tree GP is one leaf GP, with a zero-length c."""
+    from zoo import Real, Space
+    space = Space([Real("x0", 0.0, 1.0), Real("x1", 0.0, 1.0)])
+    model = Jenatton(space, shared=shared)
+    X = space.encode(space.sample(8, seed=0))
+    assert model.feature_matrix(X).shape == (8, 0)
+    post = fast_sample(model, X, np.sin(3 * X[:, 0]) + X[:, 1])
+    flat = post.flat_samples()  # merges chains and draws, the zero-length c included
+    assert all(v.shape[0] == FAST_SAMPLER.num_chains * FAST_SAMPLER.num_samples for v in flat.values())
+    mean, var = post.predict(X[:3])
+    assert mean.shape == var.shape == (FAST_SAMPLER.num_chains * FAST_SAMPLER.num_samples, 3) and np.all(var > 0)

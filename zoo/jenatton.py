@@ -114,7 +114,8 @@ class Jenatton(Surrogate, PathPredictions, NoiselessForm):
         for _, cols, idx, own in self.features:  # InnerNode(name, route_cols, route_idx, own_cols)
             on = on_route(X, cols, idx)[:, None]
             blocks.append(on * jnp.concatenate([jnp.ones((X.shape[0], 1), X.dtype)] + self._own_features(X, own), axis=1))
-        return jnp.concatenate(blocks, axis=1)
+        # a flat space has no inner node, so no shared features: [N, 0]
+        return jnp.concatenate(blocks, axis=1) if blocks else jnp.zeros((X.shape[0], 0), X.dtype)
 
     def block_kernel(self, X1, X2, params):
         """K_block: leaf kernels on rows of the same leaf, 0 across leaves."""
