@@ -539,7 +539,7 @@ class BayesOpt:
             status = "ok" if math.isfinite(value) else "nonfinite"
             if status == "ok" and abs(value) > MAX_ABS_VALUE:  # standardizing it would overflow
                 status, error = "out_of_range", (f"|value| = {abs(value):.3g} exceeds {MAX_ABS_VALUE:g}, the largest "
-                                                 "magnitude the models take; kept in the history, not modelled")
+                                                 "magnitude the models take; kept in the history, treated as a failure")
         row = self.space.encode(config).tolist()
         match = next((i for i, p in enumerate(self._pending) if self.space.encode(p["config"]).tolist() == row), None)
         if match is not None:
