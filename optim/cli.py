@@ -244,24 +244,37 @@ def _check_plot_file(parser, flag: str, path: str) -> None:
     formats = Figure().canvas.get_supported_filetypes()
     if suffix not in formats:
         parser.error(f"{flag} {path}: the file's suffix must name a figure format ({', '.join(sorted(formats))})")
+    _check_folder(parser, flag, path)
+
+
+def _check_folder(parser, flag: str, path: str) -> None:
+    """Refuse, before any work, an output file whose folder does not exist."""
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         parser.error(f"{flag} {path}: the folder {folder} does not exist")
 
 
-def _report_saved_run(parser, args) -> int:
-    """`treezoo status`: read a saved run without taking its lock, and print optim.status's report."""
-    if not os.path.isfile(args.path):
-        parser.error(f"{args.path}: no such file")
-    if args.csv is not None and not os.path.isdir(os.path.dirname(os.path.abspath(args.csv))):
-        parser.error(f"--csv {args.csv}: the folder does not exist")
+def _load_saved_run(parser, path: str):
+    """The run saved at `path`, read without taking its lock (a missing file is refused as a usage error); None
+    once the reason it cannot be read is printed."""
+    if not os.path.isfile(path):
+        parser.error(f"{path}: no such file")
     from optim.loop import BayesOpt
-    from optim.status import run_status
     try:
-        opt = BayesOpt.load(args.path)
+        return BayesOpt.load(path)
     except (ValueError, TypeError) as exc:
         print(f"treezoo: {exc}", file=sys.stderr)
+        return None
+
+
+def _report_saved_run(parser, args) -> int:
+    """`treezoo status`: print optim.status's report of a saved run (and its table with --csv)."""
+    if args.csv is not None:
+        _check_folder(parser, "--csv", args.csv)
+    opt = _load_saved_run(parser, args.path)
+    if opt is None:
         return 2
+    from optim.status import run_status
     print(f"{args.path}")
     print("\n".join(run_status(opt)))
     if args.csv is not None:
@@ -271,19 +284,18 @@ def _report_saved_run(parser, args) -> int:
 
 
 def _plot_saved_run(parser, args) -> int:
-    """`treezoo plot`: read a saved run without taking its lock, and draw its history."""
+    """`treezoo plot`: draw a saved run's history."""
     out = args.out or os.path.splitext(args.path)[0] + ".png"
     _check_plot_file(parser, "--out", out)
-    if not os.path.isfile(args.path):
-        parser.error(f"{args.path}: no such file")
-    from optim.loop import BayesOpt
+    opt = _load_saved_run(parser, args.path)
+    if opt is None:
+        return 2
     from optim.plots import plot_history
+    running = f", {len(opt.pending)} running" if opt.pending else ""
     try:
-        opt = BayesOpt.load(args.path)
-        running = f", {len(opt.pending)} running" if opt.pending else ""
         plot_history(opt.history, args.optimum, seconds=args.seconds, wall_clock=args.wall_clock, path=out,
                      title=f"{os.path.basename(args.path)}: {len(opt.history)} evaluations{running}")
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError) as exc:  # e.g. a value below the stated optimum, or --wall-clock without stamps
         print(f"treezoo: {exc}", file=sys.stderr)
         return 2
     best = opt.best_value
