@@ -193,11 +193,9 @@ def _stored_settings(path) -> dict | None:
     if header is not None:
         return header
     try:
-        with open(path) as f:
-            d = json.load(f)
+        return _read_snapshot(path)
     except (OSError, ValueError):
-        return None  # not a saved run: the journal's own checks refuse it with the reason
-    return d if isinstance(d, dict) else None
+        return None  # not a saved run: attaching the journal refuses it with the reason
 
 
 class BayesOpt:
