@@ -2,7 +2,7 @@
 
 For each root-to-leaf path: decisions are fixed, inactive columns hold their fill value, and the
 acquisition is maximized over the path's active numeric columns (relaxed integers included) from
-the best points of a scrambled Sobol pool, one L-BFGS-B run per start, the runs batched in lockstep. Active
+the best points of a scrambled Sobol pool, all starts in one batched L-BFGS-B problem. Active
 categorical parameters are enumerated when their combinations are few, otherwise alternated with
 the numeric search (coordinate ascent over categories). Integers are rounded at the end and the
 rounded candidates re-scored, so the returned value is the acquisition at the returned point.
@@ -19,10 +19,10 @@ import itertools
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.optimize import minimize as scipy_minimize
 from scipy.stats import qmc
 
 from optim.integrated import on_path
-from optim.lockstep import lockstep_lbfgsb
 from zoo.space import CATEGORICAL, Path, Space
 
 
@@ -58,9 +58,19 @@ class LBFGSConfig:
 
 
 def lbfgs_polish(acqf, X0, cols, maxiter, dim):
-    """Maximize acqf over X[:, cols] in [0,1] from every row of X0: one L-BFGS-B run per row, the runs in lockstep
-    so that each round of their requests is one batched call (optim.lockstep says why not one joint problem)."""
-    X, _ = lockstep_lbfgsb(lambda rows: acqf(rows, dim), X0, np.asarray(cols), maxiter)
+    """Maximize acqf over X[:, cols] in [0,1] from every row of X0 at once (sum is separable)."""
+    if len(cols) == 0:
+        return X0
+    X = X0.copy()
+
+    def f(flat):
+        X[:, cols] = flat.reshape(len(X), len(cols))
+        v, g = acqf(X, dim)
+        return -np.sum(v), -g[:, cols].ravel()
+
+    res = scipy_minimize(f, X0[:, cols].ravel(), jac=True, method="L-BFGS-B",
+                         bounds=[(0.0, 1.0)] * (len(X) * len(cols)), options={"maxiter": maxiter})
+    X[:, cols] = np.clip(res.x.reshape(len(X), len(cols)), 0.0, 1.0)
     return X
 
 
