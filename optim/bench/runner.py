@@ -135,7 +135,8 @@ def split_method(method: str) -> tuple[str, str | None, str | None, bool]:
                              "'+failworst' / '+failignore' (on_failure='worst', the default, or 'ignore'), "
                              f"'+qN' (synchronous batches of N), {_STRATEGY_FLAGS} (the batch strategy), "
                              "'+explore' (epsilon-greedy paths, see explore_paths), '+pathnearN' (L-BFGS-B: the "
-                             "incumbent and N rows near it in its path's pool), '+scipT', '+forestsK', '+startsK' and "
+                             "incumbent and N rows near it in its path's pool), '+indep1' (L-BFGS-B: one run per start, "
+                             "in lockstep), '+scipT', '+forestsK', '+startsK' and "
                              "'+nearN' (BARK's MIP: T seconds of SCIP, K forests in the MIP, K pool points polished, N "
                              "rows near the incumbent in the pool; see mip_options), '+polishK', "
                              "'+hybrids0' / '+hybrids1', '+localN', '+fineE' (message passing: K candidates polished by "
@@ -160,8 +161,9 @@ def _is_batch_flag(flag: str) -> bool:
 #: MessagePassingConfig(local_scales=(0.01, 0.1)) (the local rows' step sd log-uniform from 10^-2 to 0.1)
 MIP_FLAGS = {"scip": ("time_limit", float, 1), "forests": ("forests", int, 1), "starts": ("n_starts", int, 1),
              "near": ("n_local", int, 0)}
-#: '+pathnear64' -> LBFGSConfig(n_local=64): the incumbent and 64 rows near it in the pool of its path (L-BFGS-B)
-LBFGS_FLAGS = {"pathnear": ("n_local", int, 0)}
+#: '+pathnear64' -> LBFGSConfig(n_local=64): the incumbent and 64 rows near it in the pool of its path (L-BFGS-B);
+#: '+indep1' -> LBFGSConfig(independent_starts=True): one L-BFGS-B run per start, in lockstep (optim.lockstep)
+LBFGS_FLAGS = {"pathnear": ("n_local", int, 0), "indep": ("independent_starts", lambda v: bool(int(v)), 0)}
 MESSAGE_PASSING_FLAGS = {"polish": ("n_polish", int, 0), "hybrids": ("hybrids", lambda v: bool(int(v)), 0),
                          "local": ("n_local", int, 0), "fine": ("local_scales", lambda v: (10.0 ** -int(v), 0.1), 2)}
 
