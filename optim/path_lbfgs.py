@@ -48,9 +48,9 @@ class LBFGSConfig:
     #: in the path-wise search")
     n_local: int = 0
     #: one L-BFGS-B run per start, the runs stepped together so that each round is one batched call
-    #: (optim.lockstep), instead of one L-BFGS-B problem over the sum of all starts (the default). About half the
-    #: search's seconds on the conditional family for the same best values (BENCHMARKS.md, "Independent L-BFGS-B
-    #: starts in lockstep"); its effect on regret is not measured yet, so it is not the default
+    #: (optim.lockstep), instead of one L-BFGS-B problem over the sum of all starts (the default). The search took
+    #: 1.1-2.8 times less time per iteration on the conditional family (BENCHMARKS.md, "Independent starts stepped
+    #: by one thread"); its effect on regret is measured on a few seeds only, so it is not the default
     independent_starts: bool = False
 
     def __post_init__(self):
