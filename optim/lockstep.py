@@ -25,7 +25,7 @@ import numpy as np
 #: scipy.optimize.minimize's L-BFGS-B defaults: memory, ftol / machine epsilon, projected-gradient tolerance,
 #: line-search steps, function evaluations
 MEMORY, FACTR, PGTOL, MAXLS, MAXFUN = 10, 2.220446049250313e-09 / np.finfo(float).eps, 1e-5, 20, 15000
-#: the routine's task codes (scipy/optimize/__lbfgsb.c): evaluate f and g at x; a new iterate
+#: the routine's task codes, as scipy's own driver loop reads them: evaluate f and g at x; a new iterate
 FG, NEW_X = 3, 1
 
 

@@ -55,7 +55,7 @@ class LBFGSConfig:
     independent_starts: bool = False
 
     def __post_init__(self):
-        if not isinstance(self.independent_starts, (bool, np.bool_)):
+        if not isinstance(self.independent_starts, bool):
             raise ValueError(f"independent_starts must be True or False, got {self.independent_starts!r}")
         if self.independent_starts:
             from optim.lockstep import check_routine

@@ -41,9 +41,9 @@ def alone(X0, i, cols, maxiter):
 
 @pytest.mark.parametrize("cols", [np.array([0, 1, 2]), np.array([0, 2])])
 def test_each_row_ends_where_its_own_run_ends_and_each_round_is_one_call(cols):
-    """Bit for bit the run of each row alone (a joint problem over all rows, as the search was before, ends
-    elsewhere: its iterates share one line search), with the other columns untouched, in as many batched calls as
-    the longest run's evaluations."""
+    """Bit for bit the run of each row alone (the default search's joint problem over all rows ends elsewhere: its
+    iterates share one line search), with the other columns untouched, in as many batched calls as the longest
+    run's evaluations."""
     X0 = np.random.default_rng(0).uniform(size=(5, 3))
     X, calls = lockstep_lbfgsb(wavy_bowls, X0, cols, maxiter=100)
     runs = [alone(X0, i, cols, 100) for i in range(len(X0))]
@@ -72,8 +72,9 @@ def test_the_driver_repeats_scipys_minimize_with_this_scipy_and_the_option_is_ch
 
     assert check_routine() is None
     assert LBFGSConfig(independent_starts=True).independent_starts
-    with pytest.raises(ValueError, match="independent_starts must be True or False"):
-        LBFGSConfig(independent_starts=1)
+    for bad in (1, np.bool_(True), "yes"):  # a NumPy bool would not survive the journal's JSON
+        with pytest.raises(ValueError, match="independent_starts must be True or False"):
+            LBFGSConfig(independent_starts=bad)
 
 
 def test_a_broken_routine_is_reported_and_the_option_refused(monkeypatch):
