@@ -2,10 +2,10 @@
 batched acquisition call (`LBFGSConfig(independent_starts=True)`).
 
 The path-wise search's default runs its starts as one L-BFGS-B problem over the sum of their values: one line
-search, one curvature memory and one stopping rule for all of them. Independent runs per start reached the same best
-values in several times fewer batched calls in a scratch comparison (BENCHMARKS.md, "Independent L-BFGS-B starts in
-lockstep"), but
-scipy's `minimize` cannot be paused, and running each start in its own thread cost as much as it saved. Here one
+search, one curvature memory and one stopping rule for all of them. Independent runs per start reached the same
+best values in several times fewer batched calls in a scratch comparison (BENCHMARKS.md, "Independent L-BFGS-B
+starts in lockstep"), but scipy's `minimize` cannot be paused, and running each start in its own thread cost as
+much as it saved. Here one
 thread keeps the state of every run and steps each through scipy's reverse-communication routine, the one
 `scipy.optimize.minimize(method="L-BFGS-B")` itself drives, until it asks for f and g; the rows asked for are then
 evaluated in one call. Each run is, step for step, scipy's run of that start alone. On the conditional family the
